@@ -1,0 +1,24 @@
+"""Every notebook under nbs/, each run by nbdev's own runner in a fresh process of its own.
+
+A fresh process per notebook matters here: TensorFlow and torch_xla abort a process that imports them
+in the wrong order, and each framework keeps global state (devices, compile caches) for its process.
+nbdev's runner honours `tst_flags` from pyproject.toml, `#| eval: false` and `skip_exec`.
+`TPUTUTOR_NB_FLAGS` names the flags to run anyway (default `slow`: the README test command runs slow
+cells too; `tpu` cells need a real TPU and are never forced here).
+"""
+import os, subprocess, sys, time
+import pytest
+from conftest import NBS, ROOT, venv_bin, clean_env
+
+def notebooks():
+    return sorted(p for p in NBS.rglob('*.ipynb')
+                  if not any(part.startswith(('.', '_')) for part in p.relative_to(NBS).parts))
+
+@pytest.mark.parametrize('nb', notebooks(), ids=lambda p: str(p.relative_to(NBS)))
+def test_notebook(nb):
+    flags = os.environ.get('TPUTUTOR_NB_FLAGS', 'slow')
+    cmd = [venv_bin('nbdev-test'), str(nb), '--flags', flags, '--cell-timing-min', '20']
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=clean_env())
+    print(f'{nb.name}: {time.time()-t0:.0f}s\n{r.stdout[-3000:]}')
+    assert r.returncode == 0 and 'Success.' in r.stdout, f'{nb.name} failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'

@@ -1,0 +1,38 @@
+"The project's own checks: nbdev sync, README sync, and what `import tpututor` may load."
+import filecmp, shutil, subprocess, sys
+from pathlib import Path
+from conftest import ROOT, NBS, venv_bin, clean_env
+
+def _tree_diff(a, b):
+    "Relative paths of files that differ between trees `a` and `b` (ignoring caches)"
+    out = []
+    def walk(c, rel=''):
+        out.extend(f'{rel}{f}' for f in c.diff_files + c.left_only + c.right_only if f != '__pycache__')
+        for name, sub in c.subdirs.items():
+            if name != '__pycache__': walk(sub, f'{rel}{name}/')
+    walk(filecmp.dircmp(a, b, ignore=['__pycache__', '.ipynb_checkpoints']))
+    return out
+
+def test_nbdev_clean_and_export_leave_no_diff(tmp_path):
+    "What nbdev projects' CI checks first: notebooks are clean and the package is exported from them"
+    for d in ('nbs', 'tpututor'): shutil.copytree(ROOT/d, tmp_path/d, ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(ROOT/'pyproject.toml', tmp_path)
+    for cmd in ('nbdev-clean', 'nbdev-export'):
+        r = subprocess.run([venv_bin(cmd)], cwd=tmp_path, capture_output=True, text=True, env=clean_env())
+        assert r.returncode == 0, f'{cmd} failed:\n{r.stderr}'
+    changed = _tree_diff(ROOT/'nbs', tmp_path/'nbs') + _tree_diff(ROOT/'tpututor', tmp_path/'tpututor')
+    assert not changed, f'run nbdev-clean and nbdev-export, then commit; out of sync: {changed}'
+
+def test_readme_is_built_from_index():
+    sys.path.insert(0, str(ROOT/'tools'))
+    from make_readme import readme
+    assert (ROOT/'README.md').read_text() == readme(NBS/'index.ipynb'), 'README.md is stale: run python tools/make_readme.py'
+
+def test_import_loads_no_framework():
+    "`import tpututor` and its framework-free modules must not load TensorFlow or torch"
+    mods = ['tpututor'] + [f'tpututor.{m}' for m in ('frameworks', 'data', 'models', 'tokenize')
+                           if (ROOT/'tpututor'/f'{m}.py').exists()]
+    code = f"import sys; import {', '.join(mods)}; print(sorted({{'tensorflow','torch','torch_xla','transformers'}} & set(sys.modules)))"
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '[]', f'importing {mods} loaded {r.stdout.strip()}'
