@@ -1,0 +1,34 @@
+"Shared by the benchmarks: timing, the machine's description, and writing a result table."
+import datetime, os, platform, statistics, sys, time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / 'results'
+
+def best_of(fn, repeat=3):
+    "Smallest wall time of `repeat` calls of `fn` (the least disturbed by other work), and the last result"
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter(); out = fn(); times.append(time.perf_counter() - t0)
+    return min(times), out
+
+def machine()->str:
+    cpu = platform.processor() or platform.machine()
+    try: cpu = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
+    except (OSError, StopIteration): pass
+    return f'{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}'
+
+def table(rows, cols)->str:
+    "A markdown table of dict `rows` with columns `cols`"
+    fmt = lambda v: (f'{v:,.0f}' if abs(v) >= 1000 else f'{v:.3g}') if isinstance(v, float) else str(v)
+    lines = ['| ' + ' | '.join(cols) + ' |', '|' + '---|' * len(cols)]
+    lines += ['| ' + ' | '.join(fmt(r.get(c, '')) for c in cols) + ' |' for r in rows]
+    return '\n'.join(lines)
+
+def report(name, title, body, how):
+    "Print a result and write it to bench/results/NAME.md (atomically)"
+    text = (f'## {title}\n\n{body}\n\nMeasured {datetime.date.today()} on {machine()}. '
+            f'Reproduce: `{how}`\n')
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    tmp = RESULTS / f'.{name}.md.tmp'
+    tmp.write_text(text); os.replace(tmp, RESULTS / f'{name}.md')
