@@ -1,0 +1,123 @@
+"""`tpututor train` / `tpututor predict` as a user runs them: every kind of bad input gives one clear
+paragraph, exit code 2 and no files; a good run leaves a complete run directory. The fast bag-of-tokens
+backend keeps these quick; the notebooks and tests/test_resume.py run the transformer backends."""
+import json, os, subprocess, sys
+from pathlib import Path
+import numpy as np, pandas as pd
+import pytest
+from conftest import venv_bin, clean_env
+
+def tpututor(*args, cwd=None):
+    r = subprocess.run([venv_bin('tpututor'), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=clean_env())
+    return r.returncode, r.stdout, r.stderr
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp('csv')
+    from tpututor.data import rotten_tomatoes
+    rt = rotten_tomatoes().sample(600, random_state=0).reset_index(drop=True)
+    df = pd.DataFrame({'id': range(500), 'text': rt.text[:500], 'label': rt.label[:500].map({1: 'fresh', 0: 'rotten'})})
+    df.to_csv(d/'train.csv', index=False)
+    pd.DataFrame({'id': range(100, 200), 'text': rt.text[500:].values}).to_csv(d/'test.csv', index=False)
+    pd.DataFrame({'id': [1], 'target': [0]}).to_csv(d/'sample.csv', index=False)
+    return d
+
+def write(d, name, df_or_text):
+    p = d/name
+    if isinstance(df_or_text, pd.DataFrame): df_or_text.to_csv(p, index=False)
+    elif isinstance(df_or_text, bytes): p.write_bytes(df_or_text)
+    else: p.write_text(df_or_text)
+    return p
+
+def bad_cases(d):
+    good = pd.read_csv(d/'train.csv')
+    nan_text = good.copy(); nan_text.loc[[3, 7], 'text'] = np.nan
+    num_text = good.copy(); num_text['text'] = np.arange(len(good))      # a numeric column: no text at all
+    nan_label = good.copy(); nan_label.loc[5, 'label'] = np.nan
+    one_class = good.assign(label='fresh')
+    rare = good.copy(); rare.loc[:2, 'label'] = 'meh'
+    (d/'adir').mkdir(exist_ok=True)
+    return {
+        'missing file':       (['--data', d/'nope.csv'], 'nope.csv does not exist'),
+        'a folder':           (['--data', d/'adir'], 'is a folder; give a CSV file'),
+        'unreadable bytes':   (['--data', write(d, 'bin.csv', b'text,label\n\xff\xfe\x00bad,1\n')], 'cannot be read as CSV'),
+        'empty csv':          (['--data', write(d, 'empty.csv', '')], 'empty.csv is empty'),
+        'header only':        (['--data', write(d, 'header.csv', 'text,label\n')], 'has a header but no rows'),
+        'missing column':     (['--data', d/'train.csv', '--text', 'review'], "has no column(s) ['review']"),
+        'NaN texts':          (['--data', write(d, 'nantext.csv', nan_text)], "column 'text': 2 row(s) are missing or not text (rows [3, 7]"),
+        'non-string text':    (['--data', write(d, 'numtext.csv', num_text)], "500 row(s) are missing or not text (rows [0, 1, 2, 3, 4] ..., values [0, 1, 2])"),
+        'NaN labels':         (['--data', write(d, 'nanlabel.csv', nan_label)], 'missing values in rows [5]'),
+        'single class':       (['--data', write(d, 'oneclass.csv', one_class)], "single class ('fresh')"),
+        'fewer rows than folds': (['--data', d/'train.csv', '--rows', 3], '3 training rows cannot make 5 folds'),
+        'rare class':         (['--data', write(d, 'rare.csv', rare)], "(class, rows) have fewer rows than the 5 folds"),
+        'unknown backend':    (['--data', d/'train.csv', '--backend', 'jax'], "invalid choice: 'jax'"),
+        'unknown task':       (['--data', d/'train.csv', '--task', 'qa'], "invalid choice: 'qa'"),
+        'unknown precision':  (['--data', d/'train.csv', '--precision', 'fp8'], "invalid choice: 'fp8'"),
+        'model path missing': (['--data', d/'train.csv', '--model', './models/mine'], "Model path './models/mine' does not exist"),
+        'max length too small': (['--data', d/'train.csv', '--max-len', 4], 'max_len=4 is too small'),
+        'batch too large for replicas': (['--data', d/'train.csv', '--batch-size', 1000], 'rows per step, more than the 400 training rows of a fold'),
+        'test without text column': (['--data', d/'train.csv', '--test', write(d, 'test_bad.csv', pd.DataFrame({'id': [1], 'body': ['x']}))], "--test file"),
+        'output not writable': (['--data', d/'train.csv', '--out', '/proc/tpututor-run'], 'cannot create output folder /proc/tpututor-run'),
+        'test without data':  (['--test', d/'test.csv'], '--test needs --data'),
+    }
+
+CASES = ['missing file', 'a folder', 'unreadable bytes', 'empty csv', 'header only', 'missing column', 'NaN texts',
+         'non-string text', 'NaN labels', 'single class', 'fewer rows than folds', 'rare class', 'unknown backend',
+         'unknown task', 'unknown precision', 'model path missing', 'max length too small', 'batch too large for replicas',
+         'test without text column', 'output not writable', 'test without data']
+
+@pytest.mark.parametrize('case', CASES)
+def test_bad_input(case, data, tmp_path):
+    args, expected = bad_cases(data)[case]
+    out = tmp_path/'run'
+    extra = ([] if '--out' in args else ['--out', out]) + ([] if '--backend' in args else ['--backend', 'bow'])
+    code, stdout, stderr = tpututor('train', *args, *extra)
+    assert code == 2, (code, stderr[-2000:])
+    assert expected in stderr, stderr[-2000:]
+    assert 'Traceback' not in stderr, stderr[-2000:]
+    assert not out.exists(), f'{case}: left {list(out.rglob("*"))}'
+
+def test_debug_shows_traceback(data, tmp_path):
+    code, _, stderr = tpututor('train', '--data', data/'nope.csv', '--backend', 'bow', '--out', tmp_path/'r', '--debug')
+    assert code != 0 and 'Traceback' in stderr and 'does not exist' in stderr
+
+def test_train_predict_end_to_end(data, tmp_path):
+    out = tmp_path/'run'
+    args = ['train', '--data', data/'train.csv', '--test', data/'test.csv', '--sample-submission', data/'sample.csv',
+            '--backend', 'bow', '--folds', 4, '--out', out]
+    code, stdout, stderr = tpututor(*args)
+    assert code == 0, stderr[-3000:]
+    assert 'out-of-fold accuracy' in stdout
+    names = {p.name for p in out.iterdir()}
+    assert {'run.json', 'folds.npy', 'oof.npy', 'test.npy', 'metrics.json', 'loss.png', 'folds.png', 'log.txt',
+            'submission.csv', 'summary.json', 'cli.json', 'fold0', 'fold3'} <= names, names
+    oof, folds = np.load(out/'oof.npy'), np.load(out/'folds.npy')
+    assert oof.shape == (500, 2) and not np.isnan(oof).any()                      # every training row predicted
+    assert sorted(np.bincount(folds)) == sorted(np.bincount(folds)) and set(folds) == {0, 1, 2, 3}
+    per_fold = [np.load(out/f'fold{i}/test.npy') for i in range(4)]
+    np.testing.assert_allclose(np.load(out/'test.npy'), np.mean(per_fold, 0), rtol=1e-6)
+    sub = pd.read_csv(out/'submission.csv')
+    assert list(sub.columns) == ['id', 'target'] and sub.id.tolist() == list(range(100, 200))
+    np.testing.assert_allclose(sub.target, np.mean(per_fold, 0)[:, 1], rtol=1e-5)
+    assert not list(out.rglob('*.tmp')), 'temporary files left behind'
+    # predict with the finished run reproduces the submission
+    code, stdout, stderr = tpututor('predict', '--run', out, '--test', data/'test.csv', '--sample-submission', data/'sample.csv', '--output', tmp_path/'p.csv')
+    assert code == 0, stderr[-3000:]
+    np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').target, sub.target, rtol=1e-5)
+    # the same command again resumes every fold
+    code, stdout, _ = tpututor(*args)
+    assert code == 0 and 'resumed from an earlier run' in stdout
+    # a different config on the same run directory is refused, and says what changed
+    code, _, stderr = tpututor(*args[:-2], '--epochs', 3, '--out', out)
+    assert code == 2 and 'holds a different run' in stderr and 'epochs: 1 -> 3' in stderr
+
+def test_corrupted_run_and_checkpoint(data, tmp_path):
+    out = tmp_path/'run'
+    args = ['train', '--data', data/'train.csv', '--backend', 'bow', '--folds', 2, '--out', out]
+    assert tpututor(*args)[0] == 0
+    (out/'fold1/weights.safetensors').write_bytes(b'garbage')
+    code, _, stderr = tpututor('predict', '--run', out, '--test', data/'test.csv')
+    assert code == 2 and 'fold1/weights.safetensors is corrupted' in stderr, stderr[-2000:]
+    (out/'run.json').write_text('{"config": ')
+    code, _, stderr = tpututor(*args)
+    assert code == 2 and 'run.json is corrupted' in stderr, stderr[-2000:]
