@@ -1,0 +1,68 @@
+"""k-fold runs on the transformer backends, through the CLI as a user runs them (tiny models, so fast):
+both backends produce a complete run directory; a run killed with SIGKILL during its second fold resumes
+without redoing the first and ends with the same predictions as an uninterrupted run."""
+import os, signal, subprocess, time
+from pathlib import Path
+import numpy as np, pandas as pd
+import pytest
+from conftest import venv_bin, clean_env
+
+@pytest.fixture(scope='module')
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp('e2e')
+    from tpututor.data import rotten_tomatoes
+    from tpututor.models import tiny_model_dir
+    rt = rotten_tomatoes().sample(360, random_state=1).reset_index(drop=True)
+    rt[['text', 'label']][:300].to_csv(d/'train.csv', index=False)
+    rt[['text']][300:].assign(id=range(60)).to_csv(d/'test.csv', index=False)
+    tiny_model_dir(d/'tiny', rotten_tomatoes().text[:2000], 'bert', vocab_size=1000, hidden=32, layers=1, heads=2, max_len=64)
+    return d
+
+def cmd(d, backend, out, folds=3):
+    return [venv_bin('tpututor'), 'train', '--data', str(d/'train.csv'), '--test', str(d/'test.csv'), '--model', str(d/'tiny'),
+            '--backend', backend, '--folds', str(folds), '--epochs', '2', '--max-len', '32', '--batch-size', '4', '--out', str(out)]
+
+def run(args):
+    r = subprocess.run(args, capture_output=True, text=True, env=clean_env())
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    return r.stdout
+
+@pytest.mark.parametrize('backend', ['xla', 'keras'])
+def test_kfold_end_to_end(setup, backend, tmp_path):
+    out = tmp_path/'run'
+    stdout = run(cmd(setup, backend, out))
+    assert 'out-of-fold accuracy' in stdout
+    oof, folds = np.load(out/'oof.npy'), np.load(out/'folds.npy')
+    assert oof.shape == (300, 2) and not np.isnan(oof).any()           # every training row predicted exactly once
+    assert np.bincount(folds).tolist() == [100, 100, 100]
+    np.testing.assert_allclose(oof.sum(1), 1, rtol=1e-4)                # probabilities
+    per_fold = np.stack([np.load(out/f'fold{i}/test.npy') for i in range(3)])
+    np.testing.assert_allclose(np.load(out/'test.npy'), per_fold.mean(0), rtol=1e-6)
+    for i in range(3): assert (out/f'fold{i}/weights.safetensors').stat().st_size > 10_000
+    sub = pd.read_csv(out/'submission.csv'); assert len(sub) == 60 and sub.id.tolist() == list(range(60))
+    # predict from the saved weights reproduces the averaged test predictions
+    r = subprocess.run([venv_bin('tpututor'), 'predict', '--run', str(out), '--test', str(setup/'test.csv'), '--output', str(tmp_path/'p.csv')],
+                       capture_output=True, text=True, env=clean_env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').target, sub.target, atol=1e-5)
+
+def test_sigkill_during_fold_2_resumes(setup, tmp_path):
+    ref, out = tmp_path/'ref', tmp_path/'killed'
+    run(cmd(setup, 'xla', ref))
+    p = subprocess.Popen(cmd(setup, 'xla', out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(), start_new_session=True)
+    t0 = time.time()
+    while not (out/'fold0/done.json').exists():
+        assert p.poll() is None, 'the run ended before fold 1 finished'
+        assert time.time() - t0 < 600, 'fold 1 took too long'
+        time.sleep(0.2)
+    while not (out/'log.txt').exists() or 'fold 1: training' not in (out/'log.txt').read_text(): time.sleep(0.1)
+    time.sleep(1.0)                                   # fold 2 is under way
+    os.killpg(p.pid, signal.SIGKILL); p.wait()
+    assert not (out/'fold1/done.json').exists(), 'fold 2 finished before the kill: the test did not interrupt it'
+    fold0_mtime = (out/'fold0/weights.safetensors').stat().st_mtime
+    stdout = run(cmd(setup, 'xla', out))
+    assert 'resumed from an earlier run' in stdout and 'fold 0: finished earlier' in stdout
+    assert (out/'fold0/weights.safetensors').stat().st_mtime == fold0_mtime           # fold 1 not redone
+    np.testing.assert_allclose(np.load(out/'oof.npy'), np.load(ref/'oof.npy'), atol=1e-5)
+    np.testing.assert_allclose(np.load(out/'test.npy'), np.load(ref/'test.npy'), atol=1e-5)
+    assert not list(out.rglob('*.tmp')) and not list(out.rglob('.*.tmp'))
