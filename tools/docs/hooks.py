@@ -1,0 +1,64 @@
+"""MkDocs hooks for the docs site (named in the config that tools/docs/build.py writes).
+
+- Everything a page loads comes from the site: the `TPUTUTOR_ASSETS/` placeholder and the CDN address that
+  nbconvert writes for the ipywidgets HTML manager become paths relative to the page.
+- Links that nbdev writes to the published site (`https://tpututor.github.io/tpututor/data.html#encode`)
+  become relative links, so the site works wherever it is served.
+- Notebook pages get heading ids the way Quarto/pandoc makes them (`data.html#rotten_tomatoes`,
+  `bf16.html#layout.bias`: the anchors nbdev's API links use) and a table of contents built from the
+  headings actually on the page.
+"""
+import html as _html
+import re
+from mkdocs.structure.toc import get_toc
+
+_re_heading = re.compile(r'<h([1-6])\b([^>]*)>(.*?)</h\1>', re.S)
+_re_tags = re.compile(r'<[^>]+>')
+_re_widget_cdn = re.compile(r'https://unpkg\.com/[^\'"]*\.js')
+_re_mermaid = re.compile(r'<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
+
+def _rel_root(page):
+    return '../' * page.url.count('/')
+
+def slug(text):
+    "pandoc's auto identifier: lower case, keep letters, digits, `_`, `-` and `.`, spaces to `-`"
+    s = re.sub(r'[^\w\s.-]', '', text.lower(), flags=re.U)
+    s = re.sub(r'\s+', '-', s.strip())
+    s = re.sub(r'^[^a-z]+', '', s)
+    return s or 'section'
+
+def _headings(content, max_level):
+    "Give every heading a pandoc-style id; return the new content and the TOC tokens"
+    seen, flat = {}, []
+    def sub(m):
+        level, attrs, inner = int(m.group(1)), m.group(2), m.group(3)
+        text = _html.unescape(_re_tags.sub('', re.sub(r'<a class="(anchor-link|headerlink)".*?</a>', '', inner, flags=re.S))).strip()
+        base = slug(text)
+        n = seen.get(base, 0); seen[base] = n + 1
+        hid = base if n == 0 else f'{base}-{n}'
+        attrs = re.sub(r'\s+id="[^"]*"', '', attrs)
+        # nbconvert's anchor link, as mkdocs-material's own (styled alike, and left out of the search index)
+        inner = re.sub(r'<a class="anchor-link" href="#[^"]*"', f'<a class="headerlink" href="#{hid}"', inner)
+        if level <= max_level: flat.append(dict(level=level, id=hid, name=_html.escape(text), children=[]))
+        return f'<h{level}{attrs} id="{hid}">{inner}</h{level}>'
+    content = _re_heading.sub(sub, content)
+    root, stack = [], []
+    for t in flat:
+        while stack and stack[-1]['level'] >= t['level']: stack.pop()
+        (stack[-1]['children'] if stack else root).append(t)
+        stack.append(t)
+    return content, root
+
+def on_page_content(html, page, config, files):
+    rel = _rel_root(page)
+    html = html.replace('TPUTUTOR_ASSETS/', f'{rel}assets/')
+    html = _re_widget_cdn.sub(f'{rel}assets/widgets/embed.js', html)
+    html = _re_mermaid.sub('', html)          # nbconvert's loader for mermaid diagrams, from a CDN: none here
+    site = (config.get('site_url') or '').rstrip('/') + '/'
+    if site != '/':
+        html = html.replace(f'href="{site}', f'href="{rel}')
+        html = html.replace(f'href="{site.replace("https://", "http://")}', f'href="{rel}')
+    if page.file.src_path.endswith('.ipynb'):
+        html, tokens = _headings(html, 3)
+        page.toc = get_toc(tokens)
+    return html
