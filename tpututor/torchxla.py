@@ -356,6 +356,13 @@ def load_weights(model:TaskModel, path)->TaskModel:
     return model
 
 # %% ../nbs/10_torchxla.ipynb #af768a46
+def _forward_backward(model, b:dict, cfg:TrainConfig):
+    "One micro-batch: forward (under the precision's autocast), the task loss, backward scaled for accumulation; the unscaled loss"
+    with autocast_for(cfg): out = model(b)
+    loss = task_loss(cfg.task, out, b.get('labels'), cfg.margin)
+    (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
+    return loss.detach()
+
 def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose):
     "One epoch; returns the loss of every micro-batch"
     tx = import_xla()
@@ -367,10 +374,7 @@ def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose):
     with watcher:
         for i, batch in enumerate(loader):
             b = to_device(batch, mesh)
-            with autocast_for(cfg): out = model(b)
-            loss = task_loss(cfg.task, out, b.get('labels'), cfg.margin)
-            (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-            losses.append(loss.detach())
+            losses.append(_forward_backward(model, b, cfg))
             last = (i + 1) % cfg.grad_accum == 0
             if last:
                 if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
@@ -535,10 +539,7 @@ def fit_per_core(
         with w:
             for i, b in enumerate(pl.MpDeviceLoader(loader, dev)):
                 if i >= steps * cfg.grad_accum: break
-                with autocast_for(cfg): out = model(b)
-                loss = task_loss(cfg.task, out, b.get('labels'), cfg.margin)
-                (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-                losses.append(loss.detach())
+                losses.append(_forward_backward(model, b, cfg))
                 last = (i + 1) % cfg.grad_accum == 0
                 if last:
                     xm.reduce_gradients(opt)           # average the gradients over all cores
