@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 job=${1:-}; [ $# -gt 0 ] && shift
 case "$job" in
-  train|bench) extras="all" ;;
-  test|shell|docs) extras="all,dev,docs" ;;
+  train) extras="all" ;;
+  bench) extras="all,bench" ;;
+  test|shell|docs) extras="all,dev,docs,bench" ;;
   *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 

@@ -215,6 +215,10 @@ def print_summary(s:dict, task:str):
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
     if 'held_out' in s: print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
+    speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
+    if len(speed):
+        mfu = rows['mfu'].dropna() if 'mfu' in rows else []
+        print(f"training: {speed.mean():,.1f} examples/s" + (f", MFU {mfu.mean():.2%}" if len(mfu) else '') + ' (mean over the folds)')
     print(f"time {s['seconds']:.0f}s")
 
 # %% ../nbs/12_cli.ipynb #35b1959d

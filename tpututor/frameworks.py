@@ -63,6 +63,9 @@ def import_tf(
     if not _installed('tensorflow'): raise _missing('TensorFlow', 'tf')
     if legacy_keras and not _installed('tf_keras'): raise _missing('tf-keras (Keras 2 for TensorFlow)', 'tf')
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    # After TensorFlow, importing torch_xla aborts the process, and accelerate (and so transformers' torch side,
+    # e.g. from_pt weight loading) imports it whenever it is installed: tell them not to.
+    if 'torch_xla' not in sys.modules: os.environ['USE_TORCH_XLA'] = '0'
     tf = importlib.import_module('tensorflow')
     if legacy_keras and not keras_is_legacy(tf):
         raise KerasVersionError(

@@ -13,7 +13,8 @@ from .frameworks import import_tf
 from .config import TrainConfig, check_targets, n_rows, take, lr_at
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs
+from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
+from .devices import Throughput, model_dims, train_flops
 
 # %% auto #0
 __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',
@@ -196,6 +197,17 @@ def _gather_dataset(x:dict, y, batches):
         return f if ys is None else (f, tf.gather(ys, i))
     return tf.data.Dataset.from_tensor_slices((idx, lens)).map(get, num_parallel_calls=tf.data.AUTOTUNE)
 
+def _row_flops(cfg, x:dict, dims:dict)->float:
+    "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair)"
+    width = next(iter(x.values())).shape[1]
+    lengths = _row_lengths(x)
+    padded = np.full(len(lengths), width)
+    if cfg.buckets:
+        buckets = choose_buckets(lengths, cfg.buckets, max_len=width)
+        padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
+    texts = 2 if cfg.pair else 1
+    return float(np.mean([train_flops(dims, texts * L, L) for L in padded]))
+
 def train_dataset(
     cfg:TrainConfig,   # buckets, epochs, seed
     x:dict,            # features
@@ -285,33 +297,35 @@ def _progress(total, verbose, desc):
     from tqdm import tqdm
     return tqdm(total=total, desc=desc, disable=verbose != 1, file=sys.stdout, leave=False, mininterval=2, ascii=True)
 
-def _epoch_line(e, epochs, loss, val, secs, rate):
+def _epoch_line(e, epochs, loss, val, secs, rate, mfu=None):
     v = '' if val is None else f', val_loss {val:.4f}'
-    return f"epoch {e + 1}/{epochs}: loss {loss:.4f}{v}, {secs:.1f}s, {rate:.1f} examples/s"
+    return f"epoch {e + 1}/{epochs}: loss {loss:.4f}{v}, {secs:.1f}s, {rate:.1f} examples/s" + ('' if mfu is None else f', MFU {mfu:.1%}')
 
-def _callbacks(cfg, hist, validate, steps, batch, verbose, best_path):
+def _callbacks(cfg, hist, validate, steps, batch, verbose, best_path, meter, step_flops):
     "Keras callbacks: validation, step losses and progress, best checkpoint, early stopping"
     tf = import_tf()
     class Track(tf.keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             self.k, self.m, self.t0 = 0, 0.0, time.time()
+            meter.reset()
             self.bar = _progress(steps, verbose, f'epoch {epoch + 1}/{cfg.epochs}')
         def on_train_batch_end(self, batch_i, logs=None):
             k, m = batch_i + 1, float(logs['loss'])
             chunk = (k * m - self.k * self.m) / (k - self.k)
             hist['step_loss'] += [chunk] * (k - self.k)
             self.bar.update(k - self.k)
-            self.bar.set_postfix(loss=f'{chunk:.4f}', ex_s=f'{k * batch / (time.time() - self.t0):.1f}', refresh=False)
+            meter.add((k - self.k) * batch, flops=(k - self.k) * step_flops)
+            self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs):
             self.bar.close()
             secs = time.time() - self.t0
             hist['loss'].append(float(logs['loss'])); hist['epoch_seconds'].append(secs)
-            hist['examples_per_s'].append(steps * batch / secs)
+            hist['examples_per_s'].append(steps * batch / secs); hist['mfu'].append(meter.summary(secs)['mfu'])
             if validate is not None:
                 logs['val_loss'] = validate()
                 hist['val_loss'].append(logs['val_loss'])
-            if verbose: print(_epoch_line(epoch, cfg.epochs, logs['loss'], logs.get('val_loss'), secs, steps * batch / secs))
+            if verbose: print(_epoch_line(epoch, cfg.epochs, logs['loss'], logs.get('val_loss'), secs, steps * batch / secs, hist['mfu'][-1]))
     cbs = [Track()]
     if validate is not None:
         io = tf.train.CheckpointOptions(experimental_io_device='/job:localhost')  # TPU: write from the host
@@ -329,7 +343,7 @@ def _add_grads(tf, a, b):
         return tf.IndexedSlices(tf.concat([a.values, b.values], 0), tf.concat([a.indices, b.indices], 0), a.dense_shape)
     return a + b
 
-def _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist):
+def _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist, meter, step_flops):
     "Train `model` on `ds` with a hand-written distributed loop; fills `hist`"
     tf = import_tf()
     strategy = model.distribute_strategy
@@ -378,21 +392,22 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist):
     best, best_w, wait = math.inf, None, 0
     for e in range(cfg.epochs):
         t0, done = time.time(), 0
+        meter.reset()
         bar = _progress(steps, verbose, f'epoch {e + 1}/{cfg.epochs}')
         while done < steps:
             n = min(spe, steps - done)
             out = (train_1(it) if n == 1 else train_n(it, tf.constant(n))).numpy()
             hist['step_loss'] += out.tolist(); done += n
-            bar.update(n)
-            bar.set_postfix(loss=f'{out[-1]:.4f}', ex_s=f'{done * batch / (time.time() - t0):.1f}', refresh=False)
+            bar.update(n); meter.add(n * batch, flops=n * step_flops)
+            bar.set_postfix_str(f'loss {out[-1]:.4f}, {meter}', refresh=False)
         bar.close()
         secs = time.time() - t0
         hist['loss'].append(float(np.mean(hist['step_loss'][-steps:]))); hist['epoch_seconds'].append(secs)
-        hist['examples_per_s'].append(steps * batch / secs)
+        hist['examples_per_s'].append(steps * batch / secs); hist['mfu'].append(meter.summary(secs)['mfu'])
         val = None
         if validate is not None:
             val = validate(); hist['val_loss'].append(val)
-        if verbose: print(_epoch_line(e, cfg.epochs, hist['loss'][-1], val, secs, steps * batch / secs))
+        if verbose: print(_epoch_line(e, cfg.epochs, hist['loss'][-1], val, secs, steps * batch / secs, hist['mfu'][-1]))
         if val is not None:
             if val < best: best, best_w, wait = val, model.get_weights(), 0
             else:
@@ -415,6 +430,7 @@ def fit_model(
     loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the hand-written loop)
     verbose:int=1,       # 0: silent; 1: progress bar and a line per epoch; 2: a line per epoch
     model=None,          # continue training this model instead of building a new one
+    mfu:bool=True,       # report model FLOPs utilisation against the replicas' measured peak (measured once, cached)
 )->tuple:                # (model, history dict)
     "Build (or take) a model for `cfg` and train it with Keras `fit` or the custom loop"
     tf = import_tf(); cfg.validate()
@@ -439,12 +455,15 @@ def fit_model(
     peak = scaled_lr(cfg.lr, reps, cfg.scale_lr)
     hist = dict(loss=[], val_loss=[], step_loss=[], lr=[lr_at(s, total, peak, cfg.warmup) for s in range(total)],
                 epoch_seconds=[], examples_per_s=[], loop=loop, replicas=reps, global_batch=batch,
-                steps_per_epoch=steps, train_rows=n)
+                steps_per_epoch=steps, train_rows=n, mfu=[], peak_flops=None)
+    dims = model_dims(model.get_layer('encoder').config)
+    if mfu: hist['peak_flops'] = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps
+    meter, step_flops = Throughput(dims, hist['peak_flops']), batch * _row_flops(cfg, x, dims)
     validate = None
     if valid is not None:
         validate = lambda: loss_np(cfg, yv, predict(cfg, model, valid))
     if loop == 'custom':
-        _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist)
+        _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist, meter, step_flops)
     else:
         spe = check_steps_per_execution(min(cfg.steps_per_execution, steps), strategy)
         with strategy.scope():
@@ -453,7 +472,7 @@ def fit_model(
         with tempfile.TemporaryDirectory() as d:
             best = str(Path(d)/'best.weights')
             model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0,
-                      callbacks=_callbacks(cfg, hist, validate, steps, batch, verbose, best))
+                      callbacks=_callbacks(cfg, hist, validate, steps, batch, verbose, best, meter, step_flops))
             hist['optimizer_steps'] = int(model.optimizer.iterations.numpy())   # before the checkpoint restores it too
             if validate is not None and Path(best + '.index').exists():
                 model.load_weights(best, options=tf.train.CheckpointOptions(experimental_io_device='/job:localhost'))

@@ -16,8 +16,8 @@ from .tokenize import Encoded
 
 # %% auto #0
 __all__ = ['FOLD_KINDS', 'MAIN_METRIC', 'RunDirError', 'write_text', 'write_json', 'save_array', 'load_array', 'read_json',
-           'make_folds', 'score', 'BowBackend', 'fingerprint', 'memory_mb', 'KFoldResult', 'run_kfold', 'plot_run',
-           'submission', 'write_csv']
+           'make_folds', 'score', 'BowBackend', 'fingerprint', 'memory_mb', 'training_rate', 'KFoldResult', 'run_kfold',
+           'plot_run', 'submission', 'write_csv']
 
 # %% ../nbs/11_kfold.ipynb #297688d1
 class RunDirError(RuntimeError):
@@ -214,6 +214,16 @@ def memory_mb()->dict:
         return {'rss_mb': int(st['VmRSS'].split()[0]) / 1024, 'peak_mb': int(st['VmHWM'].split()[0]) / 1024}
     except (OSError, KeyError): return {}
 
+def training_rate(hist:dict)->dict: # examples_per_s and mfu over all epochs; {} when the backend reports no rates
+    "A fold's training speed from its history: examples/s and MFU over all its epochs (each epoch weighted by its time)"
+    secs = hist.get('seconds') or hist.get('epoch_seconds') or []
+    rates = hist.get('examples_per_s') or []
+    if not secs or len(secs) != len(rates): return {}
+    out = {'examples_per_s': round(sum(r * s for r, s in zip(rates, secs)) / sum(secs), 2)}
+    mfu = hist.get('mfu') or []
+    if len(mfu) == len(secs) and None not in mfu: out['mfu'] = round(sum(m * s for m, s in zip(mfu, secs)) / sum(secs), 5)
+    return out
+
 @dataclass
 class KFoldResult:
     "What a k-fold run produced"
@@ -300,13 +310,15 @@ def run_kfold(
             write_json(fd/'history.json', hist)
             save_array(fd/'oof.npy', p_va)
             if p_te is not None: save_array(fd/'test.npy', p_te)
-            done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **memory_mb()}
+            done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **training_rate(hist), **memory_mb()}
             write_json(fd/'done.json', done)
-            _log(out, f"fold {i}: {done['score']} in {done['seconds']}s, memory {done.get('rss_mb', 0):.0f} MB", verbose)
+            rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", MFU {done['mfu']:.2%}" if 'mfu' in done else '')
+            _log(out, f"fold {i}: {done['score']} in {done['seconds']}s{rate}, memory {done.get('rss_mb', 0):.0f} MB", verbose)
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va
         if p_te is not None: tests.append(p_te)
-        scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'rss_mb': done.get('rss_mb')})
+        scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'examples_per_s': done.get('examples_per_s'),
+                       'mfu': done.get('mfu'), 'rss_mb': done.get('rss_mb')})
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
     test_mean = np.mean(tests, axis=0) if tests else None

@@ -10,7 +10,8 @@ import contextlib, logging, warnings
 from .frameworks import import_tf, keras_is_legacy
 
 # %% auto #0
-__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'n_replicas', 'global_batch', 'scaled_lr', 'check_steps_per_execution']
+__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'peak_flops', 'n_replicas', 'global_batch', 'scaled_lr',
+           'check_steps_per_execution']
 
 # %% ../nbs/08_strategy.ipynb #8ec980f2
 @contextlib.contextmanager
@@ -67,6 +68,45 @@ def get_strategy(
         n = strategy.num_replicas_in_sync
         print(f"Running on {what}: {n} replica{'s' if n != 1 else ''}")
     return strategy
+
+# %% ../nbs/08_strategy.ipynb #ce66fdee
+def peak_flops(
+    strategy=None,        # the strategy whose replicas run the matmuls (default: `get_strategy()`)
+    dtype:str='float32',  # 'float32' or 'bfloat16'
+    n:int|None=None,      # matmul size (default 1024 on CPUs, 8192 on a TPU or GPU)
+    reps:int=8,           # matmuls chained per run
+    refresh:bool=False,   # measure again even if cached
+)->float:                 # FLOP/s of one replica while all run at once
+    "The FLOP/s each replica of `strategy` reaches on large matmuls, all replicas at once; measured once and cached"
+    import math, time
+    from tpututor.devices import cached_peak, host_name
+    tf = import_tf()
+    if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
+    strategy = strategy or get_strategy(verbose=False)
+    kind = tf.DeviceSpec.from_string(strategy.extended.worker_devices[0]).device_type or 'CPU'
+    if kind == 'CPU': kind = f'CPU:{host_name()}'
+    elif kind == 'GPU':
+        gpu = tf.config.list_physical_devices('GPU')[0]
+        kind = f"GPU:{tf.config.experimental.get_device_details(gpu).get('device_name', '')}"
+    n = n or (1024 if kind.startswith('CPU') else 8192)
+    reps_in_sync = strategy.num_replicas_in_sync
+    def measure():
+        dt = getattr(tf, dtype)
+        with strategy.scope():   # variables, not constants: a graph of constants would be folded away before it runs
+            a = tf.Variable(tf.cast(tf.random.stateless_normal((n, n), seed=[0, 1]), dt), trainable=False)
+            b = tf.Variable(tf.cast(tf.random.stateless_normal((n, n), seed=[2, 3]) / math.sqrt(n), dt), trainable=False)
+        def one():
+            c = a
+            for _ in range(reps): c = tf.matmul(c, b)
+            return tf.reduce_sum(tf.cast(c, tf.float32))   # all of it: from a slice the compiler could skip work
+        run = tf.function(lambda: strategy.run(one))
+        done = lambda out: [float(x) for x in strategy.experimental_local_results(out)]   # waits for every replica
+        done(run())                                                                        # traces and compiles
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter(); done(run()); best = min(best, time.perf_counter() - t0)
+        return 2 * n**3 * reps / best
+    return cached_peak(f'tf-matmul|{kind}|{dtype}|{n}|x{reps_in_sync}', measure, refresh)
 
 # %% ../nbs/08_strategy.ipynb #14580ad5
 def n_replicas(strategy)->int: # 1 for the default strategy

@@ -17,7 +17,8 @@ from .frameworks import import_xla
 from .config import TrainConfig, Inputs, check_targets, n_rows, take, lr_at
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .xla import CompileWatcher, count_compiles, compiles_during, spmd_mesh, shard_batch
+from .xla import CompileWatcher, count_compiles, compiles_during, spmd_mesh, shard_batch, peak_flops
+from .devices import Throughput, model_dims
 
 # %% auto #0
 __all__ = ['row_lengths', 'width', 'length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches',
@@ -363,18 +364,20 @@ def _forward_backward(model, b:dict, cfg:TrainConfig):
     (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
     return loss.detach()
 
-def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose):
+def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose, meter):
     "One epoch; returns the loss of every micro-batch"
     tx = import_xla()
     gbs = cfg.batch_size * n_devices(mesh)
     loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch)
     params = [p for g in opt.param_groups for p in g['params']]
-    losses, t0, shown = [], time.perf_counter(), time.perf_counter()
+    losses, shown = [], time.perf_counter()
+    meter.reset()
     bar = _progress(len(loader), verbose, f'epoch {epoch + 1}')
     with watcher:
         for i, batch in enumerate(loader):
             b = to_device(batch, mesh)
             losses.append(_forward_backward(model, b, cfg))
+            meter.add(gbs, batch['input_ids'].shape[1], 2 if 'input_ids_b' in batch else 1)
             last = (i + 1) % cfg.grad_accum == 0
             if last:
                 if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
@@ -386,8 +389,7 @@ def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose):
             bar.update()
             if verbose and time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
                 shown = time.perf_counter()
-                bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {(i + 1) * gbs / (shown - t0):,.0f} ex/s, '
-                                    f'{watcher.compiles} compiles', refresh=False)
+                bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
     bar.close()
     return [l.item() for l in losses]
 
@@ -402,7 +404,8 @@ def fit_model(
     verbose:bool=True,   # progress bar and one line per epoch
     ckpt_dir=None,       # where the best checkpoint goes (default: a temporary folder)
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
-)->dict:                 # history: loss, val_loss, step_loss, best_epoch, compiles, recompiles, eval_compiles, seconds, examples_per_s
+    mfu:bool=True,       # report model FLOPs utilisation against the device's measured peak (measured once, cached)
+)->dict:                 # history: loss, val_loss, step_loss, best_epoch, compiles, recompiles, eval_compiles, seconds, examples_per_s, mfu, peak_flops
     "Train `model` in place, one XLA device or SPMD over a mesh, and return the history"
     tx = import_xla(); check_precision(cfg.validate())
     _check_inputs(cfg, train, 'train')
@@ -423,7 +426,9 @@ def fit_model(
     step = iter(range(total))
     sched = lambda: lr_at(next(step), total, peak, cfg.warmup)
     hist = dict(loss=[], val_loss=[], step_loss=[], best_epoch=None, compiles=[], recompiles=[], eval_compiles=[],
-                seconds=[], examples_per_s=[])
+                seconds=[], examples_per_s=[], mfu=[], peak_flops=None)
+    if mfu: hist['peak_flops'] = peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * n_devices(mesh)
+    meter = Throughput(model_dims(model.encoder.config), hist['peak_flops'])
     tmp = tempfile.TemporaryDirectory() if valid is not None and ckpt_dir is None else None
     best_path = Path(ckpt_dir or (tmp.name if tmp else '.')) / 'best.safetensors'
     best, waited = math.inf, 0
@@ -434,9 +439,10 @@ def fit_model(
             w = CompileWatcher(warmup=warm, name=f'epoch {epoch + 1}')
             if watchers is not None: watchers.append(w)
             t0 = time.perf_counter()
-            losses = _epoch(model, opt, ds, cfg, epoch, sched, w, mesh, verbose)
+            losses = _epoch(model, opt, ds, cfg, epoch, sched, w, mesh, verbose, meter)
             secs = time.perf_counter() - t0
             hist['seconds'].append(secs); hist['examples_per_s'].append(len(losses) * gbs / secs)
+            hist['mfu'].append(meter.summary(secs)['mfu'])
             hist['step_loss'] += [float(np.mean(losses[i:i + cfg.grad_accum])) for i in range(0, len(losses), cfg.grad_accum)]
             hist['loss'].append(float(np.mean(losses)))
             hist['compiles'].append(w.compiles); hist['recompiles'].append(w.recompiles)
@@ -449,7 +455,8 @@ def fit_model(
                     best, waited, hist['best_epoch'] = vl, 0, epoch + 1
                     save_weights(model, best_path)
                 else: waited += 1
-            if verbose: print(f"{line}, {secs:.1f}s, {hist['examples_per_s'][-1]:,.0f} examples/s, {w.compiles} compiles"
+            rate = f"{hist['examples_per_s'][-1]:,.0f} examples/s" + (f", MFU {hist['mfu'][-1]:.1%}" if mfu else '')
+            if verbose: print(f"{line}, {secs:.1f}s, {rate}, {w.compiles} compiles"
                               + (f" (+{hist['eval_compiles'][-1]} evaluating)" if valid is not None else ''))
             if cfg.patience and waited >= cfg.patience:
                 if verbose: print(f"no improvement for {waited} epochs: stopping early")

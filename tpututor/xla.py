@@ -11,7 +11,7 @@ from .frameworks import import_xla
 
 # %% auto #0
 __all__ = ['count_compiles', 'count_executions', 'RecompileError', 'RecompileWarning', 'CompileWatcher', 'CompileCount',
-           'compiles_during', 'metrics_summary', 'spmd_mesh', 'shard_batch']
+           'compiles_during', 'metrics_summary', 'device_kind', 'peak_flops', 'spmd_mesh', 'shard_batch']
 
 # %% ../nbs/02_xla.ipynb #3ecc584b
 def _met():
@@ -209,6 +209,47 @@ def metrics_summary(
         for w, n, t, a in zip(df.what, df['count'], df.seconds, df.advice):
             print(f"{w:<25}{n:>7}  " + (' ' * 9 if math.isnan(t) else f'{t:>7.3f} s') + f'  {a}')
     return df
+
+# %% ../nbs/02_xla.ipynb #e16830a1
+def device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDIA H100 80GB HBM3'
+    "What the XLA device of this process is, for cache keys and reports"
+    tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model')
+    from tpututor.devices import host_name
+    dev = tx.device(); hw = xm.xla_device_hw(dev)
+    if hw == 'CPU': return f'CPU:{host_name()}'
+    try: return f'{hw}:{xm.xla_device_kind(dev)}'
+    except Exception: return hw   # an older runtime without device kinds
+
+def peak_flops(
+    dtype:str='float32',  # 'float32' or 'bfloat16'
+    n:int|None=None,      # matmul size (default 1024 on a CPU, 8192 on a TPU or GPU)
+    reps:int=8,           # matmuls chained in the timed graph
+    refresh:bool=False,   # measure again even if cached
+)->float:                 # FLOP/s of one XLA device
+    "The FLOP/s one XLA device reaches on a large matmul, measured once and cached"
+    import torch, time
+    from tpututor.devices import cached_peak
+    tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module('torch_xla.runtime')
+    if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
+    kind = device_kind()
+    n = n or (1024 if kind.startswith('CPU') else 8192)
+    spmd = xr.is_spmd()
+    def measure():
+        dev, dt = tx.device(), getattr(torch, dtype)
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(n, n, generator=g).to(dt).to(dev)
+        b = (torch.randn(n, n, generator=g) / math.sqrt(n)).to(dt).to(dev)   # keeps the chain's values in range
+        def run():
+            c = a
+            for _ in range(reps): c = c @ b
+            tx.sync(); xm.wait_device_ops()
+        run()                                   # compiles
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter(); run(); best = min(best, time.perf_counter() - t0)
+        return 2 * n**3 * reps / best
+    devices = xr.global_runtime_device_count() if spmd else 1
+    return cached_peak(f"xla-matmul|{kind}|{dtype}|{n}|{'spmd' if spmd else 'single'}x{devices}", measure, refresh)
 
 # %% ../nbs/02_xla.ipynb #38b21cfe
 def _xr(): import_xla(); return importlib.import_module('torch_xla.runtime')

@@ -298,11 +298,11 @@ def vendor():
 
 # ---------------------------------------------------------------- site sources and MkDocs
 def performance_page():
-    res = sorted((ROOT / 'bench' / 'results').glob('*.md'))
+    res = sorted((ROOT / 'bench' / 'results').glob('*.md'), key=lambda p: (p.stem != 'summary', p.stem))   # the summary first
     parts = ['# Performance\n',
              'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
-             'table here; `./run.sh bench` measures them again on your machine. Figures are from the machine named '
-             'under each table.\n']
+             'table here; `./run.sh bench` measures them all again on your machine and prints the summary table '
+             '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
     parts += [p.read_text().strip() + '\n' for p in res] or ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
 
