@@ -1,5 +1,5 @@
 "Shared by the benchmarks: timing, the machine's description, and writing a result table."
-import datetime, os, platform, statistics, sys, time
+import datetime, json, os, platform, statistics, sys, time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / 'results'
@@ -24,11 +24,21 @@ def table(rows, cols)->str:
     lines += ['| ' + ' | '.join(fmt(r.get(c, '')) for c in cols) + ' |' for r in rows]
     return '\n'.join(lines)
 
-def report(name, title, body, how):
-    "Print a result and write it to bench/results/NAME.md (atomically)"
+def _write(path, text):
+    RESULTS.mkdir(exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.tmp')
+    tmp.write_text(text); os.replace(tmp, path)
+
+def ratio(comparison, measured:float, goal:float)->dict:
+    "A summary row: a speed ratio against the least ratio that meets the goal"
+    return dict(comparison=comparison, measured=f'{measured:.2f}x', goal=f'>= {goal}x', met=bool(measured >= goal))
+
+def report(name, title, body, how, goals=()):
+    """Print a result and write it to bench/results/NAME.md (atomically); `goals`: rows from `ratio` (or dicts
+    like them) for the one summary table of `bench/run.py`, kept in bench/results/NAME.json"""
     text = (f'## {title}\n\n{body}\n\nMeasured {datetime.date.today()} on {machine()}. '
             f'Reproduce: `{how}`\n')
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    tmp = RESULTS / f'.{name}.md.tmp'
-    tmp.write_text(text); os.replace(tmp, RESULTS / f'{name}.md')
+    _write(RESULTS / f'{name}.md', text)
+    rows = [dict(benchmark=name, **g, date=str(datetime.date.today()), machine=machine(), how=how) for g in goals]
+    _write(RESULTS / f'{name}.json', json.dumps(rows, indent=1) + '\n')

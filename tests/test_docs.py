@@ -194,6 +194,16 @@ def module_pages():
         spec.setdefault(page, {})[mod] = names
     return spec
 
+def test_links_between_pages_resolve(site):
+    "Every relative link of every page (notebooks link each other as NN_name.ipynb) points at a file of the site"
+    broken = []
+    for page in pages():
+        text = (SITE / page).read_text(errors='replace')
+        for href in re.findall(r'href="([^"#]+)(?:#[^"]*)?"', text):
+            if re.match(r'^[a-z][a-z0-9+.-]*:', href) or href.startswith('/'): continue   # other hosts, mailto:, absolute
+            if not ((SITE / page).parent / href).resolve().exists(): broken.append(f'{page} -> {href}')
+    assert not broken, f'{len(broken)} broken links: {broken[:10]}'
+
 def test_nav_shows_the_project(site, server, browser):
     problems = browser.problems(browser.open(server + 'index.html'))
     assert not problems, problems

@@ -311,6 +311,7 @@ def predict_raw(
     with torch.no_grad():
         for idx, n in predict_batches(ds, cfg.predict_batch_size * n_devices(mesh)):
             with autocast_for(cfg): o = model(to_device(ds.__getitems__(idx), mesh)).float()
+            if mesh is not None: replicate([o], mesh)   # a sharded output would compile a new graph to copy out, every batch
             tx.sync(); outs.append((idx[:n], o))
     res = None
     for idx, o in outs:

@@ -15,6 +15,9 @@ from mkdocs.structure.toc import get_toc
 _re_heading = re.compile(r'<h([1-6])\b([^>]*)>(.*?)</h\1>', re.S)
 _re_tags = re.compile(r'<[^>]+>')
 _re_widget_cdn = re.compile(r'https://unpkg\.com/[^\'"]*\.js')
+# a link to another notebook, as written in the notebooks (`../01_bf16.ipynb#part`), and the page it became
+# (`../bf16.html#part`): pages are named after the notebook without its number (see build.py)
+_re_nb_link = re.compile(r'href="((?:\.\./)*)(?:\d+[a-z]?_)?([\w-]+)\.ipynb(#[^"]*)?"')
 _re_mermaid = re.compile(r'<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
 
 def _rel_root(page):
@@ -54,6 +57,7 @@ def on_page_content(html, page, config, files):
     html = html.replace('TPUTUTOR_ASSETS/', f'{rel}assets/')
     html = _re_widget_cdn.sub(f'{rel}assets/widgets/embed.js', html)
     html = _re_mermaid.sub('', html)          # nbconvert's loader for mermaid diagrams, from a CDN: none here
+    html = _re_nb_link.sub(lambda m: f'href="{m[1]}{m[2]}.html{m[3] or ""}"', html)
     site = (config.get('site_url') or '').rstrip('/') + '/'
     if site != '/':
         html = html.replace(f'href="{site}', f'href="{rel}')
