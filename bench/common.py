@@ -36,8 +36,9 @@ def ratio(comparison, measured:float, goal:float)->dict:
 def report(name, title, body, how, goals=()):
     """Print a result and write it to bench/results/NAME.md (atomically); `goals`: rows from `ratio` (or dicts
     like them) for the one summary table of `bench/run.py`, kept in bench/results/NAME.json"""
-    text = (f'## {title}\n\n{body}\n\nMeasured {datetime.date.today()} on {machine()}. '
-            f'Reproduce: `{how}`\n')
+    load = ', '.join(f'{x:.1f}' for x in os.getloadavg())   # how busy the shared cores were: 2.0 means both fully used
+    text = (f'## {title}\n\n{body}\n\nMeasured {datetime.date.today()} on {machine()}; load average at the end '
+            f'(1, 5, 15 min): {load}. Reproduce: `{how}`\n')
     print(text)
     _write(RESULTS / f'{name}.md', text)
     rows = [dict(benchmark=name, **g, date=str(datetime.date.today()), machine=machine(), how=how) for g in goals]
