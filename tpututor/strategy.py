@@ -83,7 +83,10 @@ def peak_flops(
     tf = import_tf()
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     strategy = strategy or get_strategy(verbose=False)
-    kind = tf.DeviceSpec.from_string(strategy.extended.worker_devices[0]).device_type or 'CPU'
+    try: first = strategy.extended.worker_devices[0]
+    except RuntimeError:   # the default strategy names no devices: it runs where TensorFlow places ops, a GPU if there is one
+        first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
+    kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
     if kind == 'CPU': kind = f'CPU:{host_name()}'
     elif kind == 'GPU':
         gpu = tf.config.list_physical_devices('GPU')[0]
