@@ -459,6 +459,7 @@ def fit_model(
     dims = model_dims(model.get_layer('encoder').config)
     if mfu: hist['peak_flops'] = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps
     meter, step_flops = Throughput(dims, hist['peak_flops']), batch * _row_flops(cfg, x, dims)
+    if not model.get_layer('encoder').trainable: step_flops /= 3   # a frozen encoder runs forward only: no backward FLOPs
     validate = None
     if valid is not None:
         validate = lambda: loss_np(cfg, yv, predict(cfg, model, valid))
