@@ -15,7 +15,7 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     import numpy as np
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.devices import host_name
+    from tpututor.meter import host_name
     from tpututor.kfold import score
     from tpututor.tokenize import encode
     from tpututor.torchxla import XlaBackend

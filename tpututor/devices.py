@@ -13,8 +13,7 @@ from .frameworks import import_tf, import_xla, _installed, _missing, _tpu_presen
 
 # %% auto #0
 __all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_utilisation', 'describe',
-           'VirtualDeviceError', 'virtual_tpu', 'model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'host_name',
-           'Throughput']
+           'VirtualDeviceError', 'virtual_tpu']
 
 # %% ../nbs/00_tpu.ipynb #762f2ffe
 def _check_int(name, v, least):
@@ -285,89 +284,3 @@ def virtual_tpu(
             continue
         out[name] = _virtual_xla(n) if name == 'torch_xla' else _virtual_tf(n)
     return out
-
-# %% ../nbs/00_tpu.ipynb #a16e5240
-def model_dims(
-    config, # a transformers config (or its dict): hidden_size, num_hidden_layers, num_attention_heads, intermediate_size
-)->dict:    # layers, hidden, heads, ffn, and the matmul parameters of the encoder layers
-    "The sizes of a BERT-style encoder that its training FLOPs depend on"
-    get = config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
-    try: L, H, h, F = (int(get(k)) for k in ('num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size'))
-    except TypeError: raise ValueError(f"config has no num_hidden_layers/hidden_size/num_attention_heads/intermediate_size: "
-                                       f"not a BERT-style encoder config ({type(config).__name__})") from None
-    return dict(layers=L, hidden=H, heads=h, ffn=F, matmul_params=L * (4 * H * H + 2 * H * F))
-
-def train_flops(
-    dims:dict,   # from `model_dims`
-    tokens:int,  # token positions in the step (rows x texts per row x padded length)
-    seq:int,     # the padded length of each sequence
-)->float:        # FLOPs of one forward + backward pass
-    "Training FLOPs: 6 x matmul parameters x tokens, plus the attention products (12 x layers x hidden x seq per token)"
-    return 6 * dims['matmul_params'] * tokens + 12 * dims['layers'] * dims['hidden'] * seq * tokens
-
-# %% ../nbs/00_tpu.ipynb #01d7a4cd
-def cache_dir()->Path: # where measured figures are kept between runs
-    "`$TPUTUTOR_CACHE`, else `$XDG_CACHE_HOME/tpututor`, else ~/.cache/tpututor"
-    d = os.environ.get('TPUTUTOR_CACHE') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor'
-    return Path(d)
-
-_PEAKS = {}
-
-def cached_peak(
-    key:str,              # what was measured where, e.g. 'xla|CPU|AMD EPYC x2|float32|1024'
-    measure,              # a function returning the FLOP/s, called when the figure is not cached
-    refresh:bool=False,   # measure again even when cached
-)->float:                 # FLOP/s
-    "A peak FLOP/s figure from this process, the cache file, or a new measurement (then written to the file)"
-    if key in _PEAKS and not refresh: return _PEAKS[key]
-    path = cache_dir() / 'peak_flops.json'
-    try: known = json.loads(path.read_text())
-    except (OSError, ValueError): known = {}
-    if refresh or not isinstance(known.get(key), (int, float)):
-        known[key] = float(measure())
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-            tmp.write_text(json.dumps(known, indent=1, sort_keys=True)); os.replace(tmp, path)
-        except OSError: pass   # a read-only home: keep the figure for this process only
-    _PEAKS[key] = float(known[key])
-    return _PEAKS[key]
-
-def host_name()->str: # the CPU model and core count, a cache key for CPU figures
-    "What this host's CPU is, for cache keys and reports"
-    cpu = platform.processor() or platform.machine()
-    try: cpu = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
-    except (OSError, StopIteration): pass
-    return f'{cpu} x{os.cpu_count()}'
-
-class Throughput:
-    "Examples per second and model FLOPs utilisation of a training run, from the rows and padded lengths of its steps"
-    def __init__(self,
-        dims:dict|None=None,   # `model_dims` of the encoder (None: examples/s only)
-        peak:float|None=None,  # peak FLOP/s of all the devices the run uses together (None: no MFU)
-    ):
-        self.dims, self.peak = dims, peak
-        self.reset()
-    def reset(self):
-        "Start counting again from now"
-        self.t0, self.rows, self.flops = time.perf_counter(), 0, 0.0
-        return self
-    def add(self,
-        rows:int,              # examples in the step
-        seq:int=0,             # their padded length
-        texts:int=1,           # sequences per example (2 for pairs)
-        flops:float|None=None, # the step's training FLOPs, when known otherwise (e.g. rows of several lengths)
-    ):
-        "Count one step"
-        self.rows += rows
-        if flops is not None: self.flops += flops
-        elif self.dims: self.flops += train_flops(self.dims, rows * texts * seq, seq)
-        return self
-    def summary(self, seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu (None without dims or peak)
-        "Rates over `seconds` (default: the time since the last reset)"
-        s = max(seconds if seconds is not None else time.perf_counter() - self.t0, 1e-9)
-        fps = self.flops / s if self.dims else None
-        return dict(examples_per_s=self.rows / s, flops_per_s=fps, mfu=fps / self.peak if fps is not None and self.peak else None)
-    def __str__(self):
-        d = self.summary()
-        return f"{d['examples_per_s']:,.1f} ex/s" + (f", MFU {d['mfu']:.1%}" if d['mfu'] is not None else '')

@@ -14,7 +14,7 @@ from .config import TrainConfig, check_targets, n_rows, take, lr_at
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
-from .devices import Throughput, model_dims, train_flops
+from .meter import Throughput, model_dims, train_flops
 
 # %% auto #0
 __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',

@@ -79,7 +79,7 @@ def peak_flops(
 )->float:                 # FLOP/s of one replica while all run at once
     "The FLOP/s each replica of `strategy` reaches on large matmuls, all replicas at once; measured once and cached"
     import math, time
-    from tpututor.devices import cached_peak, host_name
+    from tpututor.meter import cached_peak, host_name, best_rate
     tf = import_tf()
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     strategy = strategy or get_strategy(verbose=False)
@@ -104,11 +104,7 @@ def peak_flops(
             return tf.reduce_sum(tf.cast(c, tf.float32))   # all of it: from a slice the compiler could skip work
         run = tf.function(lambda: strategy.run(one))
         done = lambda out: [float(x) for x in strategy.experimental_local_results(out)]   # waits for every replica
-        done(run())                                                                        # traces and compiles
-        best = math.inf
-        for _ in range(3):
-            t0 = time.perf_counter(); done(run()); best = min(best, time.perf_counter() - t0)
-        return 2 * n**3 * reps / best
+        return best_rate(lambda: done(run()), 2 * n**3 * reps)   # one call traces and compiles, then the best of 3
     return cached_peak(f'tf-matmul|{kind}|{dtype}|{n}|x{reps_in_sync}', measure, refresh)
 
 # %% ../nbs/08_strategy.ipynb #14580ad5

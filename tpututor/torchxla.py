@@ -18,7 +18,7 @@ from .config import TrainConfig, Inputs, check_targets, n_rows, take, lr_at
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .xla import CompileWatcher, count_compiles, compiles_during, spmd_mesh, shard_batch, peak_flops
-from .devices import Throughput, model_dims
+from .meter import Throughput, model_dims
 
 # %% auto #0
 __all__ = ['row_lengths', 'width', 'length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches',

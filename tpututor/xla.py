@@ -214,7 +214,7 @@ def metrics_summary(
 def device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDIA H100 80GB HBM3'
     "What the XLA device of this process is, for cache keys and reports"
     tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model')
-    from tpututor.devices import host_name
+    from tpututor.meter import host_name
     dev = tx.device(); hw = xm.xla_device_hw(dev)
     if hw == 'CPU': return f'CPU:{host_name()}'
     try: return f'{hw}:{xm.xla_device_kind(dev)}'
@@ -228,7 +228,7 @@ def peak_flops(
 )->float:                 # FLOP/s of one XLA device
     "The FLOP/s one XLA device reaches on a large matmul, measured once and cached"
     import torch, time
-    from tpututor.devices import cached_peak
+    from tpututor.meter import cached_peak, best_rate
     tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module('torch_xla.runtime')
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     kind = device_kind()
@@ -243,11 +243,7 @@ def peak_flops(
             c = a
             for _ in range(reps): c = c @ b
             tx.sync(); xm.wait_device_ops()
-        run()                                   # compiles
-        best = math.inf
-        for _ in range(3):
-            t0 = time.perf_counter(); run(); best = min(best, time.perf_counter() - t0)
-        return 2 * n**3 * reps / best
+        return best_rate(run, 2 * n**3 * reps)   # one call compiles, then the best of 3
     devices = xr.global_runtime_device_count() if spmd else 1
     return cached_peak(f"xla-matmul|{kind}|{dtype}|{n}|{'spmd' if spmd else 'single'}x{devices}", measure, refresh)
 
