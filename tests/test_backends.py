@@ -1,0 +1,40 @@
+"""The backend contract, checked by running it: every backend, in a fresh process of its own, trains a tiny model
+and reports what it saw (tests/contract_probe.py); each must meet the contract, and all must agree where the
+contract says they are the same (history keys, the error for a bad target)."""
+import json, subprocess, sys
+from pathlib import Path
+import pytest
+from tpututor.backend import BACKENDS, EPOCH_KEYS
+from conftest import ROOT, clean_env
+
+@pytest.fixture(scope='module')
+def reports(tmp_path_factory):
+    work, out = tmp_path_factory.mktemp('contract'), {}
+    for name in BACKENDS:
+        r = subprocess.run([sys.executable, str(ROOT/'tests'/'contract_probe.py'), name, str(work)],
+                           capture_output=True, text=True, env=clean_env(TPUTUTOR_PROGRESS='lines'), timeout=1200)
+        line = [l for l in r.stdout.splitlines() if l.startswith('CONTRACT ')]
+        assert r.returncode == 0 and line, f'{name}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}'
+        out[name] = json.loads(line[-1][len('CONTRACT '):])
+    return out
+
+def test_every_backend_is_checked(reports):
+    assert set(reports) == set(BACKENDS) and len(reports) >= 3
+
+@pytest.mark.parametrize('name', list(BACKENDS))
+def test_contract(reports, name):
+    r = reports[name]
+    assert r['history_type'] == 'History'
+    assert r['epoch_keys'] == sorted(EPOCH_KEYS)
+    assert r['epochs'] == list(range(1, len(r['epochs']) + 1))        # epochs counted from 1
+    assert r['best_epoch_ok'] and r['val_loss_is_table_loss'] and r['json_round_trip']
+    assert r['shape'] == [37, 2] and r['buckets_shape'] == [37, 2]     # every row, a ragged last batch included
+    assert r['input_order'] and r['buckets_input_order'] and r['probabilities']
+    assert r['save_load_same']
+    assert r['same_seed_same'] < 1e-4, f"{name}: the same seed gave predictions {r['same_seed_same']} apart"
+    assert r['replicas'] >= 1
+
+def test_backends_agree(reports):
+    errors = {n: r['bad_target'] for n, r in reports.items()}
+    assert len(set(errors.values())) == 1 and 'class ids must be in 0..1' in next(iter(errors.values())), errors
+    assert len({tuple(r['epoch_keys']) for r in reports.values()}) == 1
