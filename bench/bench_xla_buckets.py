@@ -30,8 +30,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     cfg = lambda b, epochs: TrainConfig(model='minilm', max_len=max_len, buckets=b, batch_size=batch, epochs=epochs, lr=5e-5, seed=0)
 
     def library(b, epochs):
-        m = build_model(cfg(b, epochs)).to(dev)
-        h = fit_model(m, cfg(b, epochs), enc, y, verbose=False)
+        m, h = fit_model(cfg(b, epochs), enc, y, verbose=False)
         return dict(seconds=h['seconds'], compiles=h['compiles'], buckets=m.buckets)
 
     def hand(bks, epochs):
@@ -45,7 +44,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
             t0, c0, ls = time.perf_counter(), count_compiles(), []
             for idx in train_batches(ds, batch, seed=c.seed + epoch):
                 b = {key: v.to(dev) for key, v in ds.__getitems__(idx).items()}
-                loss = task_loss('classification', m(b), b['labels'])   # the logits die here, as in the library's step:
+                loss = task_loss(c, m(b), b['labels'])   # the logits die here, as in the library's step:
                 # the tensors alive at the sync are the graph's outputs, so the same ones give the same, cached graph
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, c.grad_clip)

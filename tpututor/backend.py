@@ -67,9 +67,10 @@ def _in_notebook()->bool:
     except NameError: return False
 
 def progress_mode()->str: # 'bar' or 'lines'
-    "'bar' where a person watches (a notebook, a terminal), 'lines' in a log file or pipe; `TPUTUTOR_PROGRESS` overrides"
+    "'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run; `TPUTUTOR_PROGRESS` overrides"
     mode = os.environ.get('TPUTUTOR_PROGRESS')
     if mode in ('bar', 'lines'): return mode
+    if os.environ.get('IN_TEST'): return 'lines'   # nbdev's test runs: outputs kept in a notebook hold no live widgets
     return 'bar' if _in_notebook() or sys.stdout.isatty() else 'lines'
 
 class _NoBar:

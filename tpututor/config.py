@@ -139,8 +139,9 @@ def check_inputs(
 )->int:                # rows
     "Check `data` has the shape the task takes; a TypeError says what to pass instead"
     pair = isinstance(data, tuple)
-    if cfg.pair and not pair and not (cfg.task == 'ranking' and what == 'predict'):
-        raise TypeError(f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if cfg.task == 'ranking' else 'question, answer'}) "
+    scores = cfg.spec.head == 'scores'   # trained on pairs, scores one text at a time: predicts single texts too
+    if cfg.pair and not pair and not (scores and what == 'predict'):
+        raise TypeError(f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if scores else 'question, answer'}) "
                         "as a tuple of two Encoded, e.g. (encode(tok, a), encode(tok, b))")
     if pair and not cfg.pair:
         raise TypeError(f"task {cfg.task!r} takes one text per row, got a pair; for a text pair in one sequence use encode(tok, texts, pairs)")

@@ -6,20 +6,22 @@ Docs: https://tpututor.github.io/tpututor/keras.html.md"""
 
 # %% ../nbs/09_keras.ipynb #1d29b875
 from __future__ import annotations
-import contextlib, gc, math, os, sys, tempfile, time, weakref
+import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from .frameworks import import_tf
-from .config import TrainConfig, check_targets, n_rows, take, lr_at
-from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
+from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
+from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
 from .meter import Throughput, model_dims, train_flops
+from .backend import EpochLoop
+from .rundir import atomic_write, RunDirError
 
 # %% auto #0
 __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',
-           'loss_np', 'features', 'train_dataset', 'prediction_batches', 'lr_schedule', 'make_optimizer', 'fit_model',
-           'predict', 'save_weights', 'load_weights', 'KerasBackend']
+           'train_dataset', 'prediction_batches', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict',
+           'save_weights', 'load_weights', 'KerasBackend']
 
 # %% ../nbs/09_keras.ipynb #a5370d96
 def _dropout_fields(config):
@@ -55,14 +57,13 @@ def load_encoder(
     return enc
 
 # %% ../nbs/09_keras.ipynb #e6d11c18
-_ACTIVATION = {'classification': 'softmax', 'multilabel': 'sigmoid', 'regression': None, 'siamese': 'sigmoid'}
 _POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'fp16': 'mixed_float16'}
 
 def input_fields(encoder)->list: # token arrays the encoder takes
     "The `Encoded` fields an encoder accepts (DistilBERT, for one, has no `token_type_ids`)"
     import inspect
     params = inspect.signature(encoder.call).parameters
-    return [f for f in ('input_ids', 'attention_mask', 'token_type_ids') if f in params]
+    return [f for f in FIELDS if f in params]
 
 def mean_pool(hidden, mask): # (batch, hidden) float32
     "Average of the token vectors where `mask` is 1, in float32"
@@ -85,32 +86,26 @@ def build_model(
     cfg:TrainConfig,  # model, task, n_outputs, dropout, precision, seed
     strategy=None,    # build inside this strategy's scope (default: the current strategy)
 ):                    # a `tf.keras.Model` taking a dict of int32 token arrays
-    "The encoder of `cfg.model` with the head of `cfg.task`, built inside the strategy scope"
-    tf = import_tf(); cfg.validate()
+    "The encoder of `cfg.model` with the head of the task (`cfg.spec.head`), built inside the strategy scope"
+    tf = import_tf()
     strategy = strategy or tf.distribute.get_strategy()
-    L = tf.keras.layers
+    L, spec = tf.keras.layers, cfg.spec
     with precision_policy(cfg.precision), strategy.scope():
         tf.keras.utils.set_random_seed(cfg.seed)
         enc = load_encoder(cfg)
         fields = input_fields(enc)
         drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
-        def embed(prefix=''):
-            inp = {prefix + f: L.Input((None,), dtype=tf.int32, name=prefix + f) for f in fields}
-            hidden = enc(**{f: inp[prefix + f] for f in fields}).last_hidden_state
-            return inp, mean_pool(hidden, inp[prefix + 'attention_mask'])
-        if cfg.task == 'ranking':
-            head = L.Dense(1, dtype='float32', name='head')
-            (ia, u), (ib, v) = embed('a_'), embed('b_')
-            out = L.Concatenate(dtype='float32', name='scores')([head(drop(u)), head(drop(v))])
-            return tf.keras.Model({**ia, **ib}, out, name='ranking')
-        if cfg.task == 'siamese':
-            (ia, u), (ib, v) = embed('a_'), embed('b_')
-            feats = L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])
-            out = L.Dense(cfg.n_outputs, activation='sigmoid', dtype='float32', name='head')(drop(feats))
-            return tf.keras.Model({**ia, **ib}, out, name='siamese')
+        dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
+        def embed(suffix=''):   # inputs named as `features` names them; '_b': the second text of a pair
+            inp = {f + suffix: L.Input((None,), dtype=tf.int32, name=f + suffix) for f in fields}
+            hidden = enc(**{f: inp[f + suffix] for f in fields}).last_hidden_state
+            return inp, mean_pool(hidden, inp['attention_mask' + suffix])
         inp, u = embed()
-        out = L.Dense(cfg.n_outputs, activation=_ACTIVATION[cfg.task], dtype='float32', name='head')(drop(u))
-        return tf.keras.Model(inp, out, name=cfg.task)
+        if spec.head == 'linear': return tf.keras.Model(inp, dense(drop(u)), name=cfg.task)
+        inp_b, v = embed('_b')
+        if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
+        else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))   # siamese
+        return tf.keras.Model({**inp, **inp_b}, out, name=cfg.task)
 
 _SCORERS = weakref.WeakKeyDictionary()
 
@@ -127,61 +122,17 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores
     return _SCORERS[model]
 
 # %% ../nbs/09_keras.ipynb #47ecc44b
+_LOSSES = {   # `Task.loss` -> f(tf, y_true, y_pred, margin): one loss per row, from the head's activated outputs
+    'cross_entropy':        lambda tf, y, p, m: tf.keras.losses.sparse_categorical_crossentropy(y, p),
+    'binary_cross_entropy': lambda tf, y, p, m: tf.keras.losses.binary_crossentropy(y, p),
+    'mse':                  lambda tf, y, p, m: tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1),
+    'margin':               lambda tf, y, p, m: tf.nn.relu(m - (p[:, 0] - p[:, 1])),   # y is unused: the order is the label
+}
+
 def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
-    "The task's loss as a function returning one value per row"
-    tf = import_tf()
-    if cfg.task == 'classification':
-        return lambda y, p: tf.keras.losses.sparse_categorical_crossentropy(y, p)
-    if cfg.task in ('multilabel', 'siamese'): return lambda y, p: tf.keras.losses.binary_crossentropy(y, p)
-    if cfg.task == 'regression': return lambda y, p: tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1)
-    margin = cfg.margin
-    return lambda y, p: tf.nn.relu(margin - (p[:, 0] - p[:, 1]))   # y is unused: the order is the label
-
-def loss_np(
-    cfg:TrainConfig, # the task
-    y,               # targets as `check_targets` returns them (None for ranking)
-    p:np.ndarray,    # predictions: probabilities, values, or (n, 2) scores of (more, less) for ranking
-)->float:            # the mean loss
-    "The same losses in numpy, from predictions (validation loss of both loops)"
-    p = np.asarray(p, np.float64); eps = 1e-7
-    if cfg.task == 'classification':
-        return float(-np.mean(np.log(np.clip(p[np.arange(len(p)), np.asarray(y)], eps, 1 - eps))))
-    if cfg.task in ('multilabel', 'siamese'):
-        q, y = np.clip(p, eps, 1 - eps), np.asarray(y, np.float64)
-        return float(-np.mean(y * np.log(q) + (1 - y) * np.log(1 - q)))
-    if cfg.task == 'regression': return float(np.mean((np.asarray(y, np.float64) - p) ** 2))
-    return float(np.mean(np.maximum(0, cfg.margin - (p[:, 0] - p[:, 1]))))
-
-# %% ../nbs/09_keras.ipynb #6e0cf1b9
-def features(
-    data,          # an `Encoded`, or a pair of them (prefixed `a_` and `b_`)
-    fields=('input_ids', 'attention_mask', 'token_type_ids'), # what the model takes
-)->dict:           # name -> int32 array (n, length)
-    "The model's input arrays by name"
-    if isinstance(data, tuple):
-        if len(data) != 2: raise ValueError(f"a pair input must be (Encoded, Encoded), got {len(data)} items")
-        return {**{'a_' + k: v for k, v in features(data[0], fields).items()}, **{'b_' + k: v for k, v in features(data[1], fields).items()}}
-    if not isinstance(data, Encoded): raise TypeError(f"expected an Encoded (from tpututor.tokenize.encode) or a pair of them, got {type(data).__name__}")
-    out = {}
-    for f in fields:
-        v = getattr(data, f)
-        out[f] = np.ascontiguousarray(v if v is not None else np.zeros_like(data.input_ids), dtype=np.int32)
-    return out
-
-def _row_lengths(x:dict)->np.ndarray:
-    "Real tokens per row: the longer of the two texts for pairs"
-    return np.max([v.sum(1) for k, v in x.items() if k.endswith('attention_mask')], axis=0)
-
-def _check_inputs(cfg, data, what='train'):
-    pair = isinstance(data, tuple)
-    if cfg.pair and not pair and not (cfg.task == 'ranking' and what == 'predict'):
-        raise TypeError(f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if cfg.task == 'ranking' else 'question, answer'}) "
-                        "as a tuple of two Encoded, e.g. (encode(tok, a), encode(tok, b))")
-    if pair and not cfg.pair:
-        raise TypeError(f"task {cfg.task!r} takes one text per row, got a pair; for a text pair in one sequence use encode(tok, texts, pairs=...)")
-    n = n_rows(data)
-    if n == 0: raise ValueError(f"no {what} rows")
-    return n
+    "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
+    tf, loss, margin = import_tf(), _LOSSES[cfg.spec.loss], cfg.margin
+    return lambda y, p: loss(tf, y, p, margin)
 
 # %% ../nbs/09_keras.ipynb #9ada0800
 def _gather_dataset(x:dict, y, batches):
@@ -191,40 +142,39 @@ def _gather_dataset(x:dict, y, batches):
     lens = np.array([b[0] for b in batches], np.int32)
     xs = {k: tf.constant(v) for k, v in x.items()}
     ys = None if y is None else tf.constant(y)
-    full = bool((lens == next(iter(x.values())).shape[1]).all())   # one fixed width: keep the static shape
+    full = bool((lens == max(v.shape[1] for v in x.values())).all())   # one fixed width: keep the static shape
     def get(i, L):
         f = {k: tf.gather(v, i) if full else tf.gather(v, i)[:, :L] for k, v in xs.items()}
         return f if ys is None else (f, tf.gather(ys, i))
     return tf.data.Dataset.from_tensor_slices((idx, lens)).map(get, num_parallel_calls=tf.data.AUTOTUNE)
 
-def _row_flops(cfg, x:dict, dims:dict)->float:
+def _row_flops(cfg, data:Inputs, dims:dict)->float:
     "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair)"
-    width = next(iter(x.values())).shape[1]
-    lengths = _row_lengths(x)
-    padded = np.full(len(lengths), width)
+    lengths, w = row_lengths(data), width(data)
+    padded = np.full(len(lengths), w)
     if cfg.buckets:
-        buckets = choose_buckets(lengths, cfg.buckets, max_len=width)
+        buckets = choose_buckets(lengths, cfg.buckets, max_len=w)
         padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
-    texts = 2 if cfg.pair else 1
-    return float(np.mean([train_flops(dims, texts * L, L) for L in padded]))
+    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L) for L in padded]))
 
 def train_dataset(
     cfg:TrainConfig,   # buckets, epochs, seed
-    x:dict,            # features
-    y:np.ndarray,      # targets, one row per feature row
+    data:Inputs,       # `Encoded`, or a pair of them
+    y:np.ndarray,      # targets, one row per input row
     batch:int,         # global batch size
+    fields=FIELDS,     # the arrays the model takes
 ):                     # (an endless `tf.data.Dataset` of (features, targets), steps per epoch)
     "Shuffled, repeated, static-shape training batches; one bucket per batch when `cfg.buckets` > 0"
     tf = import_tf()
-    n = len(y)
+    x, n = features(data, fields), len(y)
     if n < batch: raise ValueError(f"{n} training rows are fewer than one global batch of {batch} "
                                    f"(batch_size x replicas): lower batch_size or use more rows")
     if not cfg.buckets:
         ds = (tf.data.Dataset.from_tensor_slices((x, y)).cache().shuffle(n, seed=cfg.seed, reshuffle_each_iteration=True)
               .repeat().batch(batch, drop_remainder=True))
         return ds.prefetch(tf.data.AUTOTUNE), n // batch
-    lengths = _row_lengths(x)
-    buckets = choose_buckets(lengths, cfg.buckets, max_len=next(iter(x.values())).shape[1])
+    lengths = row_lengths(data)
+    buckets = choose_buckets(lengths, cfg.buckets, max_len=width(data))
     epochs = [bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True) for e in range(cfg.epochs)]
     if not epochs[0]: raise ValueError(f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
     ds = _gather_dataset(x, y, [b for ep in epochs for b in ep]).repeat()
@@ -246,13 +196,12 @@ def prediction_batches(
             plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
     return plan
 
-def _predict_arrays(model, x:dict, batch:int, buckets:int=0, verbose:int=0)->np.ndarray:
-    "Predict every row of `x` with full static batches; padding rows dropped, original order kept"
-    width = next(iter(x.values())).shape[1]
-    lengths = _row_lengths(x)
-    bl = choose_buckets(lengths, buckets, max_len=width) if buckets else [width]
-    plan = prediction_batches(lengths, batch, bl)
-    out = model.predict(_gather_dataset(x, None, [(L, i) for L, i, _ in plan]), verbose=verbose)
+def _predict_arrays(model, data:Inputs, batch:int, buckets:int=0)->np.ndarray:
+    "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
+    lengths, w = row_lengths(data), width(data)
+    plan = prediction_batches(lengths, batch, choose_buckets(lengths, buckets, max_len=w) if buckets else [w])
+    x = features(data, input_fields(model.get_layer('encoder')))
+    out = model.predict(_gather_dataset(x, None, [(L, i) for L, i, _ in plan]), verbose=0)
     out = out.reshape(len(plan), batch, *out.shape[1:])
     rows = np.concatenate([i[:k] for _, i, k in plan])
     res = np.empty((len(lengths),) + out.shape[2:], out.dtype)
@@ -292,48 +241,38 @@ def make_optimizer(
     return opt
 
 # %% ../nbs/09_keras.ipynb #e0024556
-def _progress(total, verbose, desc):
-    "A tqdm bar when `verbose` is 1; 0 (silent) and 2 (one line per epoch) show none"
-    from tqdm import tqdm
-    return tqdm(total=total, desc=desc, disable=verbose != 1, file=sys.stdout, leave=False, mininterval=2, ascii=True)
+def _traces(*fns)->int: # traces so far, summed over `fns` (0 for what is not, or not yet, a tf.function)
+    "How many times the `tf.function`s `fns` have been traced"
+    return sum(f.experimental_get_tracing_count() for f in fns if hasattr(f, 'experimental_get_tracing_count'))
 
-def _epoch_line(e, epochs, loss, val, secs, rate, mfu=None):
-    v = '' if val is None else f', val_loss {val:.4f}'
-    return f"epoch {e + 1}/{epochs}: loss {loss:.4f}{v}, {secs:.1f}s, {rate:.1f} examples/s" + ('' if mfu is None else f', MFU {mfu:.1%}')
-
-def _callbacks(cfg, hist, validate, steps, batch, verbose, best_path, meter, step_flops):
-    "Keras callbacks: validation, step losses and progress, best checkpoint, early stopping"
+def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
+    "Train `model` with Keras `fit`; one callback feeds each epoch to `loop`"
     tf = import_tf()
-    class Track(tf.keras.callbacks.Callback):
+    strategy = model.distribute_strategy
+    spe = check_steps_per_execution(min(cfg.steps_per_execution, steps), strategy)
+    with strategy.scope():
+        model.compile(optimizer=make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy)), loss=per_example_loss(cfg),
+                      steps_per_execution=spe)
+        model.optimizer.build(model.trainable_variables)   # slots now, so the train step is traced once, not twice
+    class Epochs(tf.keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
-            self.k, self.m, self.t0 = 0, 0.0, time.time()
-            meter.reset()
-            self.bar = _progress(steps, verbose, f'epoch {epoch + 1}/{cfg.epochs}')
-        def on_train_batch_end(self, batch_i, logs=None):
-            k, m = batch_i + 1, float(logs['loss'])
-            chunk = (k * m - self.k * self.m) / (k - self.k)
-            hist['step_loss'] += [chunk] * (k - self.k)
-            self.bar.update(k - self.k)
-            meter.add((k - self.k) * batch, flops=(k - self.k) * step_flops)
+            self.k, self.m, self.t0, self.traces = 0, 0.0, time.perf_counter(), _traces(model.train_tf_function)
+            meter.reset(); self.bar = loop.bar(steps, epoch + 1)
+        def on_train_batch_end(self, i, logs=None):
+            k, m = i + 1, float(logs['loss'])
+            chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
+            loop.history.step_loss.extend([chunk] * (k - self.k))
+            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=(k - self.k) * step_flops)
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
-        def on_epoch_end(self, epoch, logs):
+        def on_epoch_end(self, epoch, logs=None):
             self.bar.close()
-            secs = time.time() - self.t0
-            hist['loss'].append(float(logs['loss'])); hist['epoch_seconds'].append(secs)
-            hist['examples_per_s'].append(steps * batch / secs); hist['mfu'].append(meter.summary(secs)['mfu'])
-            if validate is not None:
-                logs['val_loss'] = validate()
-                hist['val_loss'].append(logs['val_loss'])
-            if verbose: print(_epoch_line(epoch, cfg.epochs, logs['loss'], logs.get('val_loss'), secs, steps * batch / secs, hist['mfu'][-1]))
-    cbs = [Track()]
-    if validate is not None:
-        io = tf.train.CheckpointOptions(experimental_io_device='/job:localhost')  # TPU: write from the host
-        cbs.append(tf.keras.callbacks.ModelCheckpoint(best_path, monitor='val_loss', mode='min', save_best_only=True,
-                                                      save_weights_only=True, options=io))
-        if cfg.patience:
-            cbs.append(tf.keras.callbacks.EarlyStopping(monitor='val_loss', mode='min', patience=cfg.patience, restore_best_weights=True))
-    return cbs
+            secs, compiles = time.perf_counter() - self.t0, _traces(model.train_tf_function) - self.traces
+            val, eval_compiles = validate()
+            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, meter.summary(secs)['mfu'],
+                                                      compiles, val, eval_compiles)
+    model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, callbacks=[Epochs()])
+    return int(model.optimizer.iterations.numpy())
 
 # %% ../nbs/09_keras.ipynb #21c39da4
 def _add_grads(tf, a, b):
@@ -343,8 +282,8 @@ def _add_grads(tf, a, b):
         return tf.IndexedSlices(tf.concat([a.values, b.values], 0), tf.concat([a.indices, b.indices], 0), a.dense_shape)
     return a + b
 
-def _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist, meter, step_flops):
-    "Train `model` on `ds` with a hand-written distributed loop; fills `hist`"
+def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
+    "Train `model` on `ds` with a hand-written distributed loop, epoch by epoch of `loop`"
     tf = import_tf()
     strategy = model.distribute_strategy
     per_example = per_example_loss(cfg)
@@ -389,116 +328,84 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist, meter, s
 
     it = iter(strategy.experimental_distribute_dataset(ds))
     spe = min(cfg.steps_per_execution, steps)
-    best, best_w, wait = math.inf, None, 0
-    for e in range(cfg.epochs):
-        t0, done = time.time(), 0
-        meter.reset()
-        bar = _progress(steps, verbose, f'epoch {e + 1}/{cfg.epochs}')
+    for epoch in loop:
+        t0, done, traces = time.perf_counter(), 0, _traces(train_1, train_n)
+        meter.reset(); bar = loop.bar(steps, epoch)
         while done < steps:
             n = min(spe, steps - done)
             out = (train_1(it) if n == 1 else train_n(it, tf.constant(n))).numpy()
-            hist['step_loss'] += out.tolist(); done += n
+            loop.history.step_loss.extend(out.tolist()); done += n
             bar.update(n); meter.add(n * batch, flops=n * step_flops)
             bar.set_postfix_str(f'loss {out[-1]:.4f}, {meter}', refresh=False)
         bar.close()
-        secs = time.time() - t0
-        hist['loss'].append(float(np.mean(hist['step_loss'][-steps:]))); hist['epoch_seconds'].append(secs)
-        hist['examples_per_s'].append(steps * batch / secs); hist['mfu'].append(meter.summary(secs)['mfu'])
-        val = None
-        if validate is not None:
-            val = validate(); hist['val_loss'].append(val)
-        if verbose: print(_epoch_line(e, cfg.epochs, hist['loss'][-1], val, secs, steps * batch / secs, hist['mfu'][-1]))
-        if val is not None:
-            if val < best: best, best_w, wait = val, model.get_weights(), 0
-            else:
-                wait += 1
-                if cfg.patience and wait >= cfg.patience:
-                    if verbose: print(f'early stop: no improvement of val_loss for {wait} epochs')
-                    break
-    if best_w is not None: model.set_weights(best_w)
-    hist['optimizer_steps'] = int(opt.iterations.numpy())
+        secs, compiles = time.perf_counter() - t0, _traces(train_1, train_n) - traces
+        val, eval_compiles = validate()
+        loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs, steps * batch, meter.summary(secs)['mfu'],
+                       compiles, val, eval_compiles)
+    return int(opt.iterations.numpy())
 
 # %% ../nbs/09_keras.ipynb #48302ad3
+def _check_loop(loop:str):
+    if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
+
 @quiet_tf_logs()
 def fit_model(
     cfg:TrainConfig,     # the run
-    train,               # `Encoded`, or a pair of them for ranking / siamese
+    train:Inputs,        # `Encoded`, or a pair of them for ranking / siamese
     y_train=None,        # targets (None for ranking)
-    valid=None,          # validation inputs (optional)
+    valid:Inputs|None=None, # validation inputs (optional)
     y_valid=None,        # validation targets
     strategy=None,       # default: `get_strategy()`
     loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the hand-written loop)
-    verbose:int=1,       # 0: silent; 1: progress bar and a line per epoch; 2: a line per epoch
+    verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
     mfu:bool=True,       # report model FLOPs utilisation against the replicas' measured peak (measured once, cached)
-)->tuple:                # (model, history dict)
+)->tuple:                # (model, `History`)
     "Build (or take) a model for `cfg` and train it with Keras `fit` or the custom loop"
-    tf = import_tf(); cfg.validate()
-    if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
+    _check_loop(loop)
     if loop == 'fit' and cfg.grad_accum > 1:
         raise ValueError(f"grad_accum={cfg.grad_accum}: gradient accumulation is in the custom loop only "
                          "(tf-keras' optimizers have none): use loop='custom', or grad_accum=1")
-    strategy = strategy or (model.distribute_strategy if model is not None else get_strategy(verbose=bool(verbose)))
+    strategy = strategy or (model.distribute_strategy if model is not None else get_strategy(verbose=verbose))
     reps = n_replicas(strategy)
-    n = _check_inputs(cfg, train)
+    n = check_inputs(cfg, train)
     y = check_targets(cfg, y_train, n)
-    y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.task == 'classification' else y
-    if valid is not None:
-        nv = _check_inputs(cfg, valid, 'validation')
-        yv = check_targets(cfg, y_valid, nv)
+    y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.spec.targets == 'classes' else y
+    yv = None if valid is None else check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
     if model is None: model = build_model(cfg, strategy)
-    fields = input_fields(model.get_layer('encoder'))
-    x = features(train, fields)
+    enc = model.get_layer('encoder')
     batch = global_batch(cfg.batch_size, reps) * cfg.grad_accum
-    ds, steps = train_dataset(cfg, x, y, batch)
-    total = steps * cfg.epochs
-    peak = scaled_lr(cfg.lr, reps, cfg.scale_lr)
-    hist = dict(loss=[], val_loss=[], step_loss=[], lr=[lr_at(s, total, peak, cfg.warmup) for s in range(total)],
-                epoch_seconds=[], examples_per_s=[], loop=loop, replicas=reps, global_batch=batch,
-                steps_per_epoch=steps, train_rows=n, mfu=[], peak_flops=None)
-    dims = model_dims(model.get_layer('encoder').config)
-    if mfu: hist['peak_flops'] = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps
-    meter, step_flops = Throughput(dims, hist['peak_flops']), batch * _row_flops(cfg, x, dims)
-    if not model.get_layer('encoder').trainable: step_flops /= 3   # a frozen encoder runs forward only: no backward FLOPs
-    validate = None
-    if valid is not None:
-        validate = lambda: loss_np(cfg, yv, predict(cfg, model, valid))
-    if loop == 'custom':
-        _custom_loop(cfg, model, ds, steps, batch, validate, verbose, hist, meter, step_flops)
-    else:
-        spe = check_steps_per_execution(min(cfg.steps_per_execution, steps), strategy)
-        with strategy.scope():
-            model.compile(optimizer=make_optimizer(cfg, total, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
-            model.optimizer.build(model.trainable_variables)   # slots now, so the train step is traced once, not twice
-        with tempfile.TemporaryDirectory() as d:
-            best = str(Path(d)/'best.weights')
-            model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0,
-                      callbacks=_callbacks(cfg, hist, validate, steps, batch, verbose, best, meter, step_flops))
-            hist['optimizer_steps'] = int(model.optimizer.iterations.numpy())   # before the checkpoint restores it too
-            if validate is not None and Path(best + '.index').exists():
-                model.load_weights(best, options=tf.train.CheckpointOptions(experimental_io_device='/job:localhost'))
-    done = len(hist['step_loss']); hist['lr'] = hist['lr'][:done]
-    if hist['val_loss']: hist['best_epoch'] = int(np.argmin(hist['val_loss']))
-    else: del hist['val_loss']
-    return model, hist
+    ds, steps = train_dataset(cfg, train, y, batch, input_fields(enc))
+    peak = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
+    dims = model_dims(enc.config)
+    meter = Throughput(dims, peak)
+    step_flops = batch * _row_flops(cfg, train, dims) / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
+    epochs = EpochLoop(cfg, model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch,
+                       steps_per_epoch=steps, train_rows=n, peak_flops=peak)
+    def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
+        if valid is None: return None, 0
+        predictor = scorer(model) if cfg.spec.head == 'scores' else model   # the model `predict` predicts with
+        t = _traces(predictor.predict_function)
+        loss = cfg.spec.loss_np(yv, predict(cfg, model, valid), cfg.margin)
+        return loss, _traces(predictor.predict_function) - t
+    run = _custom_loop if loop == 'custom' else _fit_loop
+    epochs.history.info['optimizer_steps'] = run(cfg, model, ds, steps, batch, validate, epochs, meter, step_flops)
+    return model, epochs.finish()
 
 # %% ../nbs/09_keras.ipynb #2fa24cfe
 @quiet_tf_logs()
 def predict(
     cfg:TrainConfig,  # the run's config (task, batch sizes, buckets)
     model,            # a model from `build_model` / `fit_model`
-    data,             # `Encoded`, or a pair for ranking / siamese
-    verbose:int=0,    # Keras predict verbosity
+    data:Inputs,      # `Encoded`, or a pair for ranking / siamese
 )->np.ndarray:        # float32, one row per input row
     "Predictions for every row of `data` (the last batch padded, the padding dropped)"
-    n = _check_inputs(cfg, data, 'predict')
+    check_inputs(cfg, data, 'predict')
     batch = global_batch(cfg.predict_batch_size, model.distribute_strategy)
-    if cfg.task == 'ranking':
-        s = scorer(model)
-        if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d, verbose) for d in data], 1)
-        model = s
-    fields = input_fields(model.get_layer('encoder'))
-    return _predict_arrays(model, features(data, fields), batch, cfg.buckets, verbose).astype(np.float32)
+    if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
+        if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
+        model = scorer(model)
+    return _predict_arrays(model, data, batch, cfg.buckets).astype(np.float32)
 
 # %% ../nbs/09_keras.ipynb #d52556ff
 def save_weights(
@@ -511,14 +418,7 @@ def save_weights(
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup: raise ValueError(f"weight names are not unique ({dup[:3]}), so they cannot key a safetensors file")
     tensors = {w.name: np.ascontiguousarray(w.numpy()) for w in model.weights}
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp'); os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata={'format': 'tpututor-keras'})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp): os.unlink(tmp)
-    return path
+    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras'}))
 
 def load_weights(
     model,   # a freshly built model of the same config
@@ -526,7 +426,8 @@ def load_weights(
 ):           # `model`, with the weights assigned
     "Assign the weights in a safetensors file to `model` by name, checking names and shapes"
     from safetensors.numpy import load_file
-    tensors = load_file(str(path))
+    try: tensors = load_file(str(path))
+    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
     names = {w.name for w in model.weights}
     missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
     if missing or extra:
@@ -540,26 +441,26 @@ def load_weights(
 
 # %% ../nbs/09_keras.ipynb #8ae6b9a6
 class KerasBackend:
-    "Train, predict, save and load with TensorFlow/Keras on a TPU, GPUs or the CPU (the `Backend` interface)"
+    "Train, predict, save and load with TensorFlow/Keras on a TPU, GPUs or the CPU (the `Backend` contract)"
     name = 'keras'
     def __init__(self,
                  loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the custom training loop)
                  strategy=None,       # a tf.distribute strategy (default: `get_strategy()` when first needed)
-                 verbose:int=1):      # 0: silent; 1: progress bar and a line per epoch; 2: a line per epoch
-        if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
+                 verbose:bool=True):  # progress bar and a line per epoch
+        _check_loop(loop)
         self.loop, self._strategy, self.verbose = loop, strategy, verbose
 
     @property
     def strategy(self):
-        if self._strategy is None: self._strategy = get_strategy(verbose=bool(self.verbose))
+        if self._strategy is None: self._strategy = get_strategy(verbose=self.verbose)
         return self._strategy
 
     def replicas(self)->int: return n_replicas(self.strategy)
-    def fit(self, cfg, train, y_train, valid=None, y_valid=None):
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
         return fit_model(cfg, train, y_train, valid, y_valid, strategy=self.strategy, loop=self.loop, verbose=self.verbose)
-    def predict(self, cfg, model, data)->np.ndarray: return predict(cfg, model, data)
+    def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
-    def load(self, cfg, path): return load_weights(build_model(cfg, self.strategy), path)
+    def load(self, cfg:TrainConfig, path): return load_weights(build_model(cfg, self.strategy), path)
     def free(self, model=None):
         "Release Keras' graphs and layers; call `del model` too"
         tf = import_tf()

@@ -6,36 +6,31 @@ Docs: https://tpututor.github.io/tpututor/torchxla.html.md"""
 
 # %% ../nbs/10_torchxla.ipynb #218bfafe
 from __future__ import annotations
-import gc, json, math, os, sys, tempfile, time, warnings
+import gc, json, time
 from contextlib import nullcontext
+from itertools import islice
 from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
 from .frameworks import import_xla
-from .config import TrainConfig, Inputs, check_targets, n_rows, take, lr_at
+from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_rows, row_lengths, width, features, lr_at
+from .tasks import Task
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .xla import CompileWatcher, count_compiles, compiles_during, spmd_mesh, shard_batch, peak_flops
+from .xla import CompileWatcher, compiles_during, spmd_mesh, shard_batch, peak_flops
 from .meter import Throughput, model_dims
+from .rundir import atomic_write, write_json, read_json
+from .backend import EpochLoop, History
 
 # %% auto #0
-__all__ = ['row_lengths', 'width', 'length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches',
-           'mean_pool', 'TaskModel', 'task_loss', 'activate', 'build_model', 'param_groups', 'AdamW', 'make_optimizer',
-           'check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate', 'predict_raw', 'evaluate',
-           'save_weights', 'load_weights', 'fit_model', 'XlaBackend', 'fit_per_core', 'launch_fit']
+__all__ = ['length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool', 'TaskModel',
+           'task_loss', 'build_model', 'param_groups', 'AdamW', 'make_optimizer', 'check_precision', 'autocast_for',
+           'to_device', 'n_devices', 'replicate', 'predict', 'evaluate', 'save_weights', 'load_weights', 'fit_model',
+           'XlaBackend', 'fit_per_core', 'launch_fit']
 
 # %% ../nbs/10_torchxla.ipynb #ec0d6844
-def row_lengths(data:Inputs)->np.ndarray: # real tokens per row
-    "Real tokens of each row of an `Encoded` (of a pair: of the longer text)"
-    if isinstance(data, Encoded): return data.lengths
-    return np.maximum(data[0].lengths, data[1].lengths)
-
-def width(data:Inputs)->int: # columns of the token arrays
-    "Width of the token arrays (of a pair: the wider)"
-    return data.max_len if isinstance(data, Encoded) else max(data[0].max_len, data[1].max_len)
-
 def length_buckets(
     data:Inputs, # training inputs
     n:int=0,     # 0: one fixed length (the arrays' width); n > 0: n bucket lengths
@@ -57,7 +52,8 @@ class EncodedDataset:
         y=None,        # targets as `check_targets` returns them (None: no 'labels' in the batches)
         buckets=None,  # bucket lengths (default: the arrays' width, a single fixed length)
     ):
-        self.parts = [data] if isinstance(data, Encoded) else list(data)
+        first = data if isinstance(data, Encoded) else data[0]
+        self.x = features(data, tuple(first.arrays()))   # input_ids, ... and input_ids_b, ... for a pair's second text
         self.y, self.lengths = y, row_lengths(data)
         self.buckets = sorted(buckets or [width(data)])
         if len(self) and self.lengths.max() > self.buckets[-1]: self.buckets.append(width(data))  # rows longer than training saw
@@ -68,8 +64,7 @@ class EncodedDataset:
     def __getitems__(self, idx)->dict:
         "The batch of rows `idx`: {'input_ids', 'attention_mask'[, 'token_type_ids'][, same with '_b' for the 2nd text][, 'labels']}"
         idx = np.asarray(idx); L = self.bucket_len(idx)
-        out = {k + sfx: torch.from_numpy(np.ascontiguousarray(_cols(a[idx], L)))
-               for sfx, part in zip(('', '_b'), self.parts) for k, a in part.arrays().items()}
+        out = {k: torch.from_numpy(np.ascontiguousarray(_cols(a[idx], L))) for k, a in self.x.items()}
         if self.y is not None: out['labels'] = torch.from_numpy(self.y[idx])
         return out
     def __getitem__(self, i): return {k: v[0] for k, v in self.__getitems__([i]).items()}
@@ -103,62 +98,52 @@ def mean_pool(hidden, mask): # (batch, hidden)
     m = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
 
-_KEYS = ('input_ids', 'attention_mask', 'token_type_ids')
-
 class TaskModel(nn.Module):
-    "A transformer encoder and the head of a task; both texts of a pair go through the one encoder"
+    "A transformer encoder and the head its task's row names; both texts of a pair go through the one encoder"
     def __init__(self,
         encoder,           # a transformers `PreTrainedModel` returning `last_hidden_state`
-        task:str,          # one of `tpututor.config.TASKS`
+        spec:Task,         # the task's row of the task table (`cfg.spec`): its head kind
         n_outputs:int,     # classes or targets (1 for ranking)
         dropout:float=0.1, # dropout before the head
     ):
         super().__init__()
-        self.encoder, self.task = encoder, task
+        self.encoder, self.task, self.kind = encoder, spec.name, spec.head
         h = encoder.config.hidden_size
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(4 * h if task == 'siamese' else h, n_outputs)
+        self.head = nn.Linear(4 * h if self.kind == 'siamese' else h, n_outputs)
         self.buckets = None   # set by training: the sequence lengths the model was compiled for
 
     def embed(self, batch:dict): # (batch, hidden)
         "Masked mean of the encoder's last hidden states"
-        x = {k: batch[k] for k in _KEYS if k in batch}
+        x = {k: batch[k] for k in FIELDS if k in batch}
         return mean_pool(self.encoder(**x).last_hidden_state, batch['attention_mask'])
 
     def forward(self, batch:dict):
         if 'input_ids_b' in batch:   # a pair: stack both texts, one encoder pass, split
-            keys = [k for k in _KEYS if k in batch and k + '_b' in batch]
-            e = self.embed({k: torch.cat([batch[k], batch[k + '_b']]) for k in keys})
-            if self.task == 'siamese':
+            e = self.embed({k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch})
+            if self.kind == 'siamese':
                 u, v = e.chunk(2)
                 return self.head(self.dropout(torch.cat([u, v, (u - v).abs(), u * v], -1)))
-            return torch.cat(self.head(self.dropout(e)).chunk(2), -1)   # (b, 2): scores of each side
-        if self.task == 'siamese':
-            raise ValueError("task 'siamese' compares two texts: pass a pair (questions, answers), not a single Encoded")
+            return torch.cat(self.head(self.dropout(e)).chunk(2), -1)   # 'scores': (b, 2), a score per side
+        if self.kind == 'siamese':
+            raise ValueError(f"task {self.task!r} compares two texts: pass a pair (questions, answers), not a single Encoded")
         return self.head(self.dropout(self.embed(batch)))
 
 # %% ../nbs/10_torchxla.ipynb #d190a791
+_LOSSES = {   # the task table's loss names in torch, on the head's raw outputs (logits or scores)
+    'cross_entropy':        lambda out, y, m: F.cross_entropy(out, y),
+    'binary_cross_entropy': lambda out, y, m: F.binary_cross_entropy_with_logits(out, y),
+    'mse':                  lambda out, y, m: F.mse_loss(out, y),
+    'margin':               lambda out, y, m: F.relu(m - (out[:, 0] - out[:, 1])).mean(),
+}
+
 def task_loss(
-    task:str,          # one of `TASKS`
+    cfg:TrainConfig,   # the task (its loss name, `cfg.spec.loss`) and the ranking margin
     out,               # the model's forward output
     y=None,            # targets (None for ranking)
-    margin:float=0.5,  # ranking margin
 ):                     # a scalar tensor (float32)
-    "The task's mean loss; works on any device"
-    out = out.float()
-    if task == 'classification': return F.cross_entropy(out, y)
-    if task in ('multilabel', 'siamese'): return F.binary_cross_entropy_with_logits(out, y)
-    if task == 'regression': return F.mse_loss(out, y)
-    if task == 'ranking': return F.relu(margin - (out[:, 0] - out[:, 1])).mean()
-    raise ValueError(f"unknown task {task!r}")
-
-def activate(task:str, out:np.ndarray)->np.ndarray: # predictions
-    "Forward outputs to predictions: softmax, sigmoid, or as they are"
-    out = out.astype(np.float32)
-    if task == 'classification':
-        e = np.exp(out - out.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
-    if task in ('multilabel', 'siamese'): return 1 / (1 + np.exp(-out))
-    return out
+    "The task's mean loss on the head's outputs; works on any device"
+    return _LOSSES[cfg.spec.loss](out.float(), y, cfg.margin)
 
 # %% ../nbs/10_torchxla.ipynb #45c2b70e
 def _quiet_transformers():
@@ -194,7 +179,7 @@ def build_model(
                 if not kw: raise
     finally: transformers.logging.set_verbosity(level)
     drop = cfg.dropout if cfg.dropout is not None else getattr(conf, 'hidden_dropout_prob', 0.1)
-    return TaskModel(enc, cfg.task, cfg.n_outputs, drop).train()   # from_pretrained leaves the encoder in eval mode
+    return TaskModel(enc, cfg.spec, cfg.n_outputs, drop).train()   # from_pretrained leaves the encoder in eval mode
 
 # %% ../nbs/10_torchxla.ipynb #c84101da
 def param_groups(
@@ -273,37 +258,9 @@ def replicate(tensors, mesh):
     for t in tensors:
         if t.device.type == 'xla': xs.mark_sharding(t, mesh, (None,) * t.dim())
 
-def _check_inputs(cfg, data, what):
-    pair = not isinstance(data, Encoded)
-    if pair and not (isinstance(data, (tuple, list)) and len(data) == 2 and all(isinstance(d, Encoded) for d in data)):
-        raise TypeError(f"{what} must be an Encoded or a pair (Encoded, Encoded), got {type(data).__name__}")
-    if cfg.pair and not pair and not (cfg.task == 'ranking' and what == 'predict'):
-        raise TypeError(f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if cfg.task == 'ranking' else 'question, answer'}) "
-                        f"as a tuple of two Encoded for {what}")
-    if pair and not cfg.pair: raise TypeError(f"task {cfg.task!r} takes one text per row, but {what} is a pair")
-    n_rows(data)
-
-def _live()->bool:
-    "Is someone watching: a terminal, or a Jupyter kernel (not a test runner capturing the output)?"
-    try:
-        from IPython import get_ipython
-        ip = get_ipython()
-        if ip is not None: return any(c.__name__ == 'ZMQInteractiveShell' for c in type(ip).__mro__)
-    except ImportError: pass
-    return sys.stdout.isatty()
-
-def _progress(total, verbose, desc):
-    from tqdm import tqdm
-    return tqdm(total=total, desc=desc, disable=not (verbose and _live()), file=sys.stdout, leave=False, mininterval=2, ascii=True)
-
 # %% ../nbs/10_torchxla.ipynb #3a94f11a
-def predict_raw(
-    model:TaskModel,  # a trained model on the XLA device
-    cfg:TrainConfig,  # uses task, precision, batch sizes
-    data:Inputs,      # rows to predict
-    mesh=None,        # SPMD mesh (None: one device)
-)->np.ndarray:        # forward outputs (logits or scores), float32, one row per input row
-    "The model's forward outputs for every row of `data`"
+def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
+    "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
     tx = import_xla(); tx.sync()   # pending work of the caller runs on its own, not inside the first batch's graph
     ds = EncodedDataset(data, None, model.buckets)
     outs, was_training = [], model.training
@@ -321,23 +278,29 @@ def predict_raw(
     model.train(was_training)
     return res
 
-def evaluate(model:TaskModel, cfg:TrainConfig, data:Inputs, y=None, mesh=None)->float: # the mean loss
-    "The task's loss of `model` on `data` (targets `y`)"
-    y = check_targets(cfg, y, n_rows(data))
-    raw = predict_raw(model, cfg, data, mesh)
-    return float(task_loss(cfg.task, torch.from_numpy(raw), None if y is None else torch.from_numpy(y), cfg.margin))
+def predict(
+    cfg:TrainConfig,  # uses task, precision, batch sizes
+    model:TaskModel,  # a trained model on the XLA device
+    data:Inputs,      # rows to predict (ranking: single texts, or (more, less) pairs)
+    mesh=None,        # SPMD mesh (None: one device)
+)->np.ndarray:        # predictions after the task's activation, float32, one row per input row in input order
+    "Predictions of `model` for every row of `data`"
+    check_inputs(cfg, data, 'predict')
+    return cfg.spec.activate(_outputs(model, cfg, data, mesh))
+
+def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->float: # the mean loss
+    "The task's loss of the predictions of `model` on `data` (targets `y`): every backend's validation loss"
+    y = check_targets(cfg, y, check_inputs(cfg, data, 'validation'))
+    return cfg.spec.loss_np(y, predict(cfg, model, data, mesh), cfg.margin)
 
 # %% ../nbs/10_torchxla.ipynb #86e6f208
 def save_weights(model:TaskModel, path)->Path:
-    "Write the model's weights (moved to the CPU) to a safetensors file"
+    "Write the model's weights (moved to the CPU) to a safetensors file, atomically"
     from safetensors.torch import save_file
     import_xla().sync()
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = path.with_name(path.name + '.tmp')
-    save_file(state, str(tmp), metadata={'buckets': json.dumps(model.buckets), 'task': model.task})
-    os.replace(tmp, path)
-    return path
+    meta = {'buckets': json.dumps(model.buckets), 'task': model.task}
+    return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
 
 def load_weights(model:TaskModel, path)->TaskModel:
     "Load weights written by `save_weights` into `model` (no pickle involved)"
@@ -358,127 +321,113 @@ def load_weights(model:TaskModel, path)->TaskModel:
     return model
 
 # %% ../nbs/10_torchxla.ipynb #af768a46
-def _forward_backward(model, b:dict, cfg:TrainConfig):
-    "One micro-batch: forward (under the precision's autocast), the task loss, backward scaled for accumulation; the unscaled loss"
-    with autocast_for(cfg): out = model(b)
-    loss = task_loss(cfg.task, out, b.get('labels'), cfg.margin)
-    (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-    return loss.detach()
-
-def _epoch(model, opt, ds, cfg, epoch, sched, watcher, mesh, verbose, meter):
-    "One epoch; returns the loss of every micro-batch"
+def _epoch(
+    model:TaskModel, opt:AdamW, cfg:TrainConfig,
+    batches,             # micro-batches already on the device
+    lr,                  # f() -> the learning rate of the next optimizer step
+    watcher:CompileWatcher, # counts this epoch's compiles
+    bar=None,            # progress bar (None: none, and no loss is read from the device while training)
+    meter:Throughput|None=None, # counts examples and FLOPs
+    reduce=None,         # f(opt) before clipping: averages the gradients over processes (one process per core)
+)->list:                 # the loss of every micro-batch
+    "One epoch of training steps: the one step body of every way this module trains"
     tx = import_xla()
-    gbs = cfg.batch_size * n_devices(mesh)
-    loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch)
     params = [p for g in opt.param_groups for p in g['params']]
     losses, shown = [], time.perf_counter()
-    meter.reset()
-    bar = _progress(len(loader), verbose, f'epoch {epoch + 1}')
     with watcher:
-        for i, batch in enumerate(loader):
-            b = to_device(batch, mesh)
-            losses.append(_forward_backward(model, b, cfg))
-            meter.add(gbs, batch['input_ids'].shape[1], 2 if 'input_ids_b' in batch else 1)
+        for i, b in enumerate(batches):
+            with autocast_for(cfg): out = model(b)
+            loss = task_loss(cfg, out, b.get('labels'))
+            (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
+            losses.append(loss.detach())
             last = (i + 1) % cfg.grad_accum == 0
             if last:
+                if reduce is not None: reduce(opt)
                 if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-                lr = sched()
-                for g in opt.param_groups: g['lr'] = lr
+                rate = lr()
+                for g in opt.param_groups: g['lr'] = rate
                 opt.step(); opt.zero_grad(set_to_none=True)
             tx.sync()
             if last: watcher.step(input_ids=b['input_ids'])
-            bar.update()
-            if verbose and time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
-                shown = time.perf_counter()
-                bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
-    bar.close()
+            ids = b['input_ids']
+            if meter is not None: meter.add(ids.shape[0], ids.shape[1], 2 if 'input_ids_b' in b else 1)
+            if bar is not None:
+                bar.update()
+                if time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
+                    shown = time.perf_counter()
+                    bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
+    if bar is not None: bar.close()
     return [l.item() for l in losses]
 
+def _step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
+
 def fit_model(
-    model:TaskModel,     # a model from `build_model`, on the XLA device
     cfg:TrainConfig,     # the run's settings
     train:Inputs,        # training rows
     y_train=None,        # their targets (None for ranking)
     valid:Inputs|None=None, # validation rows (None: no evaluation)
     y_valid=None,        # their targets
+    model:TaskModel|None=None, # train this model (on the XLA device) in place; None: `build_model(cfg)`, placed on the device
     mesh=None,           # SPMD mesh from `spmd_mesh` (None: one device)
     verbose:bool=True,   # progress bar and one line per epoch
-    ckpt_dir=None,       # where the best checkpoint goes (default: a temporary folder)
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
     mfu:bool=True,       # report model FLOPs utilisation against the device's measured peak (measured once, cached)
-)->dict:                 # history: loss, val_loss, step_loss, best_epoch, compiles, recompiles, eval_compiles, seconds, examples_per_s, mfu, peak_flops
-    "Train `model` in place, one XLA device or SPMD over a mesh, and return the history"
-    tx = import_xla(); check_precision(cfg.validate())
-    _check_inputs(cfg, train, 'train')
-    tx.sync()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
-    if valid is not None: _check_inputs(cfg, valid, 'valid')
-    gbs = cfg.batch_size * n_devices(mesh)
-    y = check_targets(cfg, y_train, n_rows(train))
-    model.buckets = length_buckets(train, cfg.buckets)
-    ds = EncodedDataset(train, y, model.buckets)
+)->tuple:                # (model, `History`)
+    "Train a model for `cfg` on one XLA device or SPMD over a mesh; the model holds its best epoch's weights"
+    tx = import_xla(); check_precision(cfg)
+    n = check_inputs(cfg, train)
+    y = check_targets(cfg, y_train, n)
+    if valid is not None: check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
+    reps = n_devices(mesh); gbs = cfg.batch_size * reps
+    buckets = length_buckets(train, cfg.buckets)
+    ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
     if steps == 0:
         raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
-                         f"(batch_size {cfg.batch_size} x {n_devices(mesh)} device(s) x grad_accum {cfg.grad_accum}) in any "
+                         f"(batch_size {cfg.batch_size} x {reps} device(s) x grad_accum {cfg.grad_accum}) in any "
                          f"length bucket: use a smaller batch_size or fewer buckets")
-    total, peak = steps * cfg.epochs, cfg.lr * (n_devices(mesh) if cfg.scale_lr else 1)
+    if model is None: model = build_model(cfg).to(tx.device())
+    tx.sync()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
+    model.buckets = buckets
+    total, peak = steps * cfg.epochs, cfg.lr * (reps if cfg.scale_lr else 1)
     opt = make_optimizer(model, cfg)
     if mesh is not None: replicate([*model.parameters(), *model.buffers(), *(t for s in opt.state.values() for t in s.values())], mesh)
     step = iter(range(total))
-    sched = lambda: lr_at(next(step), total, peak, cfg.warmup)
-    hist = dict(loss=[], val_loss=[], step_loss=[], best_epoch=None, compiles=[], recompiles=[], eval_compiles=[],
-                seconds=[], examples_per_s=[], mfu=[], peak_flops=None)
-    if mfu: hist['peak_flops'] = peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * n_devices(mesh)
-    meter = Throughput(model_dims(model.encoder.config), hist['peak_flops'])
-    tmp = tempfile.TemporaryDirectory() if valid is not None and ckpt_dir is None else None
-    best_path = Path(ckpt_dir or (tmp.name if tmp else '.')) / 'best.safetensors'
-    best, waited = math.inf, 0
+    lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
+    pf = peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
+    meter = Throughput(model_dims(model.encoder.config), pf)
+    loop = EpochLoop(cfg, snapshot=lambda: {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                     restore=model.load_state_dict, verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
+                     steps_per_epoch=steps, train_rows=n, peak_flops=pf, recompiles=[])
     model.train()
-    try:
-        for epoch in range(cfg.epochs):
-            warm = (1 if len(model.buckets) == 1 else steps) if epoch == 0 else 0   # epoch 1: one compile per shape
-            w = CompileWatcher(warmup=warm, name=f'epoch {epoch + 1}')
-            if watchers is not None: watchers.append(w)
-            t0 = time.perf_counter()
-            losses = _epoch(model, opt, ds, cfg, epoch, sched, w, mesh, verbose, meter)
-            secs = time.perf_counter() - t0
-            hist['seconds'].append(secs); hist['examples_per_s'].append(len(losses) * gbs / secs)
-            hist['mfu'].append(meter.summary(secs)['mfu'])
-            hist['step_loss'] += [float(np.mean(losses[i:i + cfg.grad_accum])) for i in range(0, len(losses), cfg.grad_accum)]
-            hist['loss'].append(float(np.mean(losses)))
-            hist['compiles'].append(w.compiles); hist['recompiles'].append(w.recompiles)
-            line = f"epoch {epoch + 1}/{cfg.epochs}: loss {hist['loss'][-1]:.4f}"
-            if valid is not None:
-                with compiles_during() as c: vl = evaluate(model, cfg, valid, y_valid, mesh)
-                hist['val_loss'].append(vl); hist['eval_compiles'].append(c.n)
-                line += f", val_loss {vl:.4f}"
-                if vl < best:
-                    best, waited, hist['best_epoch'] = vl, 0, epoch + 1
-                    save_weights(model, best_path)
-                else: waited += 1
-            rate = f"{hist['examples_per_s'][-1]:,.0f} examples/s" + (f", MFU {hist['mfu'][-1]:.1%}" if mfu else '')
-            if verbose: print(f"{line}, {secs:.1f}s, {rate}, {w.compiles} compiles"
-                              + (f" (+{hist['eval_compiles'][-1]} evaluating)" if valid is not None else ''))
-            if cfg.patience and waited >= cfg.patience:
-                if verbose: print(f"no improvement for {waited} epochs: stopping early")
-                break
-        if hist['best_epoch'] is not None and hist['best_epoch'] != len(hist['loss']):
-            load_weights(model, best_path)
-            if verbose: print(f"restored the weights of epoch {hist['best_epoch']} (val_loss {best:.4f})")
-    finally:
-        if tmp: tmp.cleanup()
-    return hist
+    for epoch in loop:
+        w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}')
+        if watchers is not None: watchers.append(w)
+        loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
+        meter.reset(); t0 = time.perf_counter()
+        losses = _epoch(model, opt, cfg, (to_device(b, mesh) for b in loader), lr, w,
+                        loop.bar(len(loader), epoch) if verbose else None, meter)
+        secs = time.perf_counter() - t0
+        loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
+        loop.history.info['recompiles'].append(w.recompiles)
+        vl, ev = None, 0
+        if valid is not None:
+            with compiles_during() as c: vl = evaluate(cfg, model, valid, y_valid, mesh)
+            ev = c.n
+        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=meter.summary(secs)['mfu'], compiles=w.compiles,
+                       val_loss=vl, eval_compiles=ev)
+    return model, loop.finish()
 
 # %% ../nbs/10_torchxla.ipynb #d4436d69
 class XlaBackend:
-    "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them"
+    "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them (the `Backend` contract)"
     name = 'xla'
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
         verbose:bool=True,  # progress bar and one line per epoch
-        ckpt_dir=None,      # folder for best checkpoints (default: a temporary folder per fit)
     ):
-        self.spmd, self.verbose, self.ckpt_dir, self._mesh, self.watchers = spmd, verbose, ckpt_dir, None, []
+        self.spmd, self.verbose, self._mesh = spmd, verbose, None
+        self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
 
     @property
     def mesh(self): # the SPMD mesh (None on one device)
@@ -487,28 +436,21 @@ class XlaBackend:
 
     def replicas(self)->int: return n_devices(self.mesh)
 
-    def _place(self, model): return model.to(import_xla().device())
-
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
-        "Build `cfg.model` with a new head and train it; returns (model, history)"
-        check_precision(cfg.validate()); _check_inputs(cfg, train, 'train')
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
+        "Build `cfg.model` with a new head and train it; (model, History)"
         mesh = self.mesh   # first: SPMD must start before the device is touched
-        model = self._place(build_model(cfg))
         self.watchers = []
-        hist = fit_model(model, cfg, train, y_train, valid, y_valid, mesh=mesh, verbose=self.verbose,
-                         ckpt_dir=self.ckpt_dir, watchers=self.watchers)
-        return model, hist
+        return fit_model(cfg, train, y_train, valid, y_valid, mesh=mesh, verbose=self.verbose, watchers=self.watchers)
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
-        "Predictions, one row per row of `data` (ranking: a score per text, or (more, less) scores for pairs)"
-        _check_inputs(cfg, data, 'predict')
-        return activate(cfg.task, predict_raw(model, cfg, data, self.mesh))
+        "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"
+        return predict(cfg, model, data, self.mesh)
 
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device"
-        return self._place(load_weights(build_model(cfg, pretrained=False), path))
+        return load_weights(build_model(cfg, pretrained=False), path).to(import_xla().device())
 
     def free(self, model:TaskModel|None=None)->None:
         "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
@@ -531,38 +473,34 @@ def fit_per_core(
     import torch_xla.runtime as xr, torch_xla.core.xla_model as xm, torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
     dev = tx.device()                                  # the first touch of the device: in the child
-    world, rank = xr.world_size(), xr.global_ordinal()
+    world, rank, n = xr.world_size(), xr.global_ordinal(), n_rows(train)
     model = build_model(cfg).to(dev); model.buckets = [width(train)]
-    ds = EncodedDataset(train, check_targets(cfg, y_train, n_rows(train)))
+    ds = EncodedDataset(train, check_targets(cfg, y_train, n))
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
     loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=_as_is)
     steps = len(loader) // cfg.grad_accum
     total, peak = steps * cfg.epochs, cfg.lr * (world if cfg.scale_lr else 1)
-    opt = make_optimizer(model, cfg); params = [p for g in opt.param_groups for p in g['params']]
-    hist, step = dict(loss=[], compiles=[], recompiles=[], seconds=[]), 0
+    opt = make_optimizer(model, cfg)
+    step = iter(range(total))
+    lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
+    loop = EpochLoop(cfg, verbose=rank == 0, replicas=world, global_batch=cfg.batch_size * world * cfg.grad_accum,
+                     steps_per_epoch=steps, train_rows=n, peak_flops=None, recompiles=[])
     model.train()
-    for epoch in range(cfg.epochs):
-        sampler.set_epoch(epoch)                       # a new shuffle each epoch, the same on every core
-        w, losses, t0 = CompileWatcher(warmup=1 if epoch == 0 else 0, name=f'core {rank}, epoch {epoch + 1}'), [], time.perf_counter()
-        with w:
-            for i, b in enumerate(pl.MpDeviceLoader(loader, dev)):
-                if i >= steps * cfg.grad_accum: break
-                losses.append(_forward_backward(model, b, cfg))
-                last = (i + 1) % cfg.grad_accum == 0
-                if last:
-                    xm.reduce_gradients(opt)           # average the gradients over all cores
-                    if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-                    for g in opt.param_groups: g['lr'] = lr_at(step, total, peak, cfg.warmup)
-                    opt.step(); opt.zero_grad(set_to_none=True); step += 1
-                tx.sync()
-                if last: w.step(input_ids=b['input_ids'])
-        hist['loss'].append(float(xm.mesh_reduce('loss', float(np.mean([l.item() for l in losses])), np.mean)))
-        hist['compiles'].append(w.compiles); hist['recompiles'].append(w.recompiles)
-        hist['seconds'].append(time.perf_counter() - t0)
+    for epoch in loop:
+        sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
+        w, t0 = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}'), time.perf_counter()
+        losses = _epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w,
+                        reduce=xm.reduce_gradients)    # average the gradients over all cores
+        secs = time.perf_counter() - t0
+        loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
+        loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
+        loss = float(xm.mesh_reduce('loss', float(np.mean(losses)), np.mean))
+        loop.end_epoch(loss, secs, len(losses) * cfg.batch_size * world, compiles=w.compiles)
+    hist = loop.finish()
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')
-        (Path(out_dir) / 'history.json').write_text(json.dumps(hist))
+        write_json(Path(out_dir) / 'history.json', hist.to_dict())
     xm.rendezvous('tpututor_saved')
 
 def launch_fit(
@@ -570,9 +508,9 @@ def launch_fit(
     train:Inputs,     # training rows
     y_train,          # targets (None for ranking)
     out_dir,          # folder for model.safetensors and history.json
-)->dict:              # the history written by core 0
+)->History:           # the history core 0 wrote (its step losses; the epoch losses averaged over the cores)
     "Train with one process per XLA device (`torch_xla.launch`); call it before this process touches the device"
-    tx = import_xla(); check_precision(cfg.validate()); _check_inputs(cfg, train, 'train')
+    tx = import_xla(); check_precision(cfg); check_inputs(cfg, train)
     if cfg.buckets: raise ValueError("launch_fit feeds each core fixed-shape batches from a DistributedSampler: use buckets=0, "
                                      "or XlaBackend(spmd=True) for length buckets over many devices")
     if tx._XLAC._xla_runtime_is_initialized():
@@ -581,4 +519,4 @@ def launch_fit(
                            "anything creates an XLA tensor), or use XlaBackend(spmd=True) in this one.")
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir)))
-    return json.loads((out_dir / 'history.json').read_text())
+    return History.from_dict(read_json(out_dir / 'history.json'))
