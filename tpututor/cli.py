@@ -159,22 +159,19 @@ def _inputs(tok, cols, cfg):
 def _ids(df, id_col): return df[id_col].tolist() if id_col in df.columns else list(range(len(df)))
 
 def write_predictions(
-    out,                # folder, or the CSV path when `path_is_file`
+    path,               # the CSV to write
     task:str,           # the run's task
     pred:np.ndarray,    # averaged predictions
     df:pd.DataFrame,    # the rows predicted (for their ids)
     cli:dict,           # the run's cli.json: label columns and class names
     id_col:str='id',    # id column of `df`
-    sample=None,        # a sample submission DataFrame: also write it in that shape
-    name:str='predictions.csv', # file name inside `out`
-)->list:                # paths written
-    "Predictions in the user's terms (class names, a probability column per class, named targets); and a submission"
-    out = Path(out); ids = _ids(df, id_col); written = []
-    if sample is not None:
-        written.append(write_csv(submission(pred, ids, sample, task, cli.get('classes')), out/'submission.csv' if name == 'predictions.csv' else out/name))
-        if name != 'predictions.csv': return written
-    written.append(write_csv(predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id', cli['label'], cli.get('classes')), out/name))
-    return written
+    sample=None,        # a sample submission: write in its shape instead
+)->Path:
+    "Predictions in the user's terms (class names and a probability column per class, or named targets), or a sample's shape"
+    ids = _ids(df, id_col)
+    table = (submission(pred, ids, sample, task, cli.get('classes')) if sample is not None else
+             predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id', cli['label'], cli.get('classes')))
+    return write_csv(table, path)
 
 def train(args)->dict:
     "Run `tpututor train` with parsed `args`; returns the summary"
@@ -226,7 +223,8 @@ def train(args)->dict:
     summary = {'data': data_name, 'model': cfg.model, 'backend': args.backend, 'folds': args.folds, 'oof': res.score,
                'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
     if res.test is not None:
-        summary['written'] = [str(p) for p in write_predictions(out, cfg.task, res.test, test_df, cli, args.id, sample)]
+        summary['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, test_df, cli, args.id))]
+        if sample is not None: summary['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, test_df, cli, args.id, sample)))
         if spec.targets is not None and all(c in test_df.columns for c in args.label):
             ty, _ = labels_of(test_df, args.label, spec.name, args.test or 'default')
             if spec.targets == 'classes': ty = np.array([names.index(str(v)) if str(v) in names else -1 for v in test_df[args.label[0]]])
@@ -276,7 +274,7 @@ def predict(args)->pd.DataFrame:
         preds.append(backend.predict(cfg, model, data)); backend.free(model)
     pred = np.mean(preds, axis=0)
     dest = Path(args.output or run/'predict.csv')
-    write_predictions(dest.parent, cfg.task, pred, df, {'label': ['label'], **cli}, args.id, sample, name=dest.name)
+    write_predictions(dest, cfg.task, pred, df, {'label': ['label'], **cli}, args.id, sample)
     print(f"{len(pred)} predictions from {len(folds)} folds written to {dest}")
     return pd.read_csv(dest)
 
