@@ -10,7 +10,7 @@ import importlib, math, os, sys, time
 from dataclasses import dataclass, field
 from typing import Protocol, Any
 import numpy as np
-from .config import TrainConfig, Inputs, n_rows, check_targets, check_inputs
+from .config import TrainConfig, Inputs, check_targets, check_inputs
 from .tokenize import Encoded
 from .rundir import atomic_write, RunDirError
 

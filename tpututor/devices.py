@@ -6,8 +6,7 @@ Docs: https://tpututor.github.io/tpututor/tpu.html.md"""
 
 # %% ../nbs/00_tpu.ipynb #acb45042
 from __future__ import annotations
-import json, math, os, platform, subprocess, sys, time, warnings
-from pathlib import Path
+import json, math, os, subprocess, sys, warnings
 import numpy as np
 from .frameworks import import_tf, import_xla, _installed, _missing, _tpu_present
 
