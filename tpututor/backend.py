@@ -26,7 +26,7 @@ class History:
     "What a fit did: a record per epoch (`EPOCH_KEYS`, epochs from 1), every step's loss, the best epoch, facts of the run"
     records:list=field(default_factory=list)   # one dict per epoch
     step_loss:list=field(default_factory=list) # training loss of every optimizer step
-    best_epoch:int|None=None                   # the epoch (from 1) whose weights the model holds; None without validation
+    best_epoch:int|None=None                   # the epoch (from 1) of the lowest val_loss, whose weights the model holds when the backend keeps snapshots; None without validation
     stopped_early:bool=False                   # training stopped before the last epoch (patience ran out)
     info:dict=field(default_factory=dict)      # replicas, global_batch, steps_per_epoch, train_rows, peak_flops, ...
 
