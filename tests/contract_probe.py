@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 
 def main(name, workdir):
+    if name == 'keras':   # the virtual TPU: eight JAX CPU devices, data parallel
+        from tpututor.jaxdev import virtual_jax; virtual_jax(8)
     from tpututor.backend import get_backend, History, EPOCH_KEYS
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes

@@ -27,7 +27,7 @@ def run(args):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     return r.stdout
 
-@pytest.mark.parametrize('backend', ['xla', 'keras'])
+@pytest.mark.parametrize('backend', ['xla', 'tf'])
 def test_kfold_end_to_end(setup, backend, tmp_path):
     out = tmp_path/'run'
     stdout = run(cmd(setup, backend, out))

@@ -171,7 +171,8 @@ class Backend(Protocol):
 
 BACKENDS = {   # name -> (module, class, what it is)
     'xla':   ('tpututor.torchxla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
-    'keras': ('tpututor.keras', 'KerasBackend', 'TensorFlow 2 + tf-keras strategies'),
+    'keras': ('tpututor.keras', 'KerasBackend', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'),
+    'tf':    ('tpututor.tfkeras', 'TfBackend', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
     'bow':   ('tpututor.backend', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),
 }
 
@@ -205,7 +206,7 @@ class BowBackend:
 
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
         from sklearn.linear_model import LogisticRegression, Ridge
-        if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras' or 'xla'")
+        if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
         n = check_inputs(cfg, train); y = check_targets(cfg, y_train, n)
         yv = check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation')) if valid is not None else None
         loop = EpochLoop(cfg, verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1, train_rows=n)

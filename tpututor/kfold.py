@@ -101,7 +101,7 @@ class KFoldResult:
 
 # %% ../nbs/11_kfold.ipynb #1d6a9848
 def run_kfold(
-    backend,                 # a `tpututor.backend.Backend` (KerasBackend, XlaBackend, BowBackend, ...)
+    backend,                 # a `tpututor.backend.Backend` (KerasBackend, XlaBackend, TfBackend, BowBackend)
     cfg:TrainConfig,         # the training configuration
     train:Inputs,            # training inputs: an `Encoded`, or a pair of them for ranking/siamese
     y=None,                  # training targets (None for ranking)

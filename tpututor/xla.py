@@ -77,22 +77,23 @@ class CompileWatcher:
         warmup:int=1,       # steps whose compiles are expected (AdamW or momentum SGD: 2)
         name:str='train',   # what the watched loop is called in messages
         strict:bool=False,  # raise `RecompileError` instead of warning when a step recompiles after warm-up
+        counter=None,       # f() -> compiles so far in this process (default: torch_xla's `count_compiles`; JAX: `jaxdev.count_compiles`)
     ):
         if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
             raise ValueError(f"warmup must be a whole number of steps (0 or more), got {warmup!r}")
-        self.warmup, self.name, self.strict = warmup, name, strict
+        self.warmup, self.name, self.strict, self._count = warmup, name, strict, counter or count_compiles
         self._start = self._end = None
         self.steps, self.warmup_compiles, self.events, self._shapes = 0, 0, [], None
 
     def start(self):
         "Start counting from now (also what `with watcher:` does)"
-        self._start = self._prev = count_compiles()
+        self._start = self._prev = self._count()
         self._end, self.steps, self.warmup_compiles, self.events, self._shapes = None, 0, 0, [], None
         return self
 
     def stop(self):
         "Stop counting; `compiles` keeps the count at this moment"
-        if self._start is not None and self._end is None: self._end = count_compiles()
+        if self._start is not None and self._end is None: self._end = self._count()
         return self
 
     def __enter__(self): return self.start()
@@ -102,7 +103,7 @@ class CompileWatcher:
     def compiles(self)->int:
         "Compiles since `start`, up to `stop` if stopped"
         if self._start is None: return 0
-        return (count_compiles() if self._end is None else self._end) - self._start
+        return (self._count() if self._end is None else self._end) - self._start
 
     @property
     def recompiles(self)->int:
@@ -114,7 +115,7 @@ class CompileWatcher:
         if self._start is None or self._end is not None:
             raise RuntimeError(f"CompileWatcher {self.name!r} is not running: use `with watcher:` around the loop "
                                "or call watcher.start() before it")
-        now = count_compiles()
+        now = self._count()
         new, self._prev = (now - self._prev if now >= self._prev else now), now
         self.steps += 1
         shapes = {k: _shape(v) for k, v in inputs.items()}
