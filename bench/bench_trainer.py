@@ -1,4 +1,5 @@
-"""tpututor k-fold vs the Hugging Face `Trainer` (with accelerate) doing the same folds, on the same XLA device.
+"""tpututor k-fold vs the Hugging Face `Trainer` (with accelerate) doing the same folds, on the same XLA device,
+and tpututor's Keras 3 backend on JAX (one JAX device) doing them too.
 
 The pretrained MiniLM fine-tuned on real Rotten Tomatoes snippets: the same rows, folds, sequence length,
 epochs, batch size, learning-rate schedule, weight decay, clipping and seed for every setting, all in one
@@ -10,7 +11,9 @@ The Trainer is set up the way the TPU guides say: every batch padded to max_leng
 `dataloader_drop_last=True`, `optim='adamw_torch'` (the default fused AdamW refuses XLA tensors).
 Everything else is its default, as a user would leave it: `AutoModelForSequenceClassification` (the [CLS]
 pooler head) with its default attention implementation. tpututor runs `XlaBackend` twice: at the fixed
-length, which isolates the loop, and with length buckets, its default way to train.
+length, which isolates the loop, and with length buckets, its default way to train. `KerasBackend` (Keras 3 +
+KerasHub on JAX, in the same process: JAX and torch_xla can share one) trains with the same buckets on one JAX
+CPU device, the same compute as the one torch_xla device.
 
 Each setting's examples/s is its training rows over its training wall time, first fold (which compiles)
 included, as a user would see it, and separately that of its fastest later fold (compiled graphs reused); the held-out score is that of the fold ensemble (mean probabilities).
@@ -33,6 +36,9 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
     from tpututor.tokenize import encode
     from tpututor.torchxla import XlaBackend
     from tpututor.xla import count_compiles
+    from tpututor.jaxdev import import_keras, count_compiles as jax_compiles
+    import_keras('jax')
+    from tpututor.keras import KerasBackend
     hf_logging.set_verbosity_error()
 
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
@@ -77,7 +83,18 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
         be.free(model)
         return out, hist['mfu'][0]
 
+    def keras_fold(tr_idx, va_idx):
+        cfg = TrainConfig(model='minilm', max_len=max_len, buckets=buckets, batch_size=batch, epochs=1, lr=5e-5, seed=42)
+        be = KerasBackend(verbose=False)
+        c0, t0 = jax_compiles(), time.perf_counter()
+        model, hist = be.fit(cfg, enc[tr_idx], y[tr_idx])
+        secs, comp = time.perf_counter() - t0, jax_compiles() - c0
+        out = secs, comp, be.predict(cfg, model, enc[va_idx]), be.predict(cfg, model, enc_te)
+        be.free(model)
+        return out, hist['mfu'][0]
+
     names = {'trainer': f'HF Trainer + accelerate, padded to {max_len}',
+             'keras': f'tpututor KerasBackend (Keras 3 on JAX), {buckets} length buckets',
              'fixed': f'tpututor XlaBackend, padded to {max_len}',
              'buckets': f'tpututor XlaBackend, {buckets} length buckets'}
     runs = {k: dict(secs=[], comp=[], oof=np.zeros((len(tr), 2), np.float32), test=[], mfu=[]) for k in names}
@@ -85,6 +102,7 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
         tr_idx, va_idx = np.flatnonzero(fold != i), np.flatnonzero(fold == i)
         for k in names:
             if k == 'trainer': res, mfu = trainer_fold(i, tr_idx), None
+            elif k == 'keras': res, mfu = keras_fold(tr_idx, va_idx)
             else: res, mfu = ours_fold(0 if k == 'fixed' else buckets, tr_idx, va_idx)
             r = runs[k]; r['secs'].append(res[0]); r['comp'].append(res[1]); r['oof'][va_idx] = res[2]
             r['test'].append(res[3]); r['mfu'].append(mfu)
@@ -103,24 +121,31 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
         r['held'] = held['accuracy']
     ratio_b, ratio_f = runs['buckets']['eps'] / runs['trainer']['eps'], runs['fixed']['eps'] / runs['trainer']['eps']
     steady_b = runs['buckets']['steady'] / runs['trainer']['steady']
+    ratio_k, steady_k = runs['keras']['eps'] / runs['trainer']['eps'], runs['keras']['steady'] / runs['trainer']['steady']
+    keras_xla = runs['keras']['eps'] / runs['buckets']['eps']
     body = (table(rows, ['setting', 'train seconds per fold', 'compiles per fold', 'examples/s', 'examples/s, best later fold', 'MFU',
                          'held-out accuracy', 'out-of-fold accuracy']) +
             f"\n\n- tpututor (buckets) vs Trainer: **{ratio_b:.2f}x** the examples/s (goal >= 1.3x at equal score); "
             f"held-out accuracy {runs['buckets']['held']:.3f} vs {runs['trainer']['held']:.3f}"
             f"\n- the same, best later fold of each (compiles done, the least disturbed by other work): **{steady_b:.2f}x**"
+            f"\n- tpututor KerasBackend (JAX) vs Trainer: **{ratio_k:.2f}x** all folds, **{steady_k:.2f}x** best later fold; "
+            f"held-out accuracy {runs['keras']['held']:.3f}"
+            f"\n- KerasBackend (JAX) vs XlaBackend, both with buckets on one CPU device: **{keras_xla:.2f}x** the examples/s"
             f"\n- tpututor at the Trainer's fixed length vs Trainer: **{ratio_f:.2f}x** (the loop and optimizer alone; "
             f"held-out {runs['fixed']['held']:.3f})"
             f"\n\n{folds} folds of {n_train} Rotten Tomatoes snippets (stratified, seed 42), held-out set of {n_test} "
             f"others; pretrained MiniLM (all-MiniLM-L6-v2), max length {max_len}, batch {batch}, 1 epoch, lr 5e-5 "
             f"with 10% linear warm-up then linear decay, weight decay 0.01, clipping 1.0, fp32; transformers "
             f"{__import__('transformers').__version__}, accelerate {accelerate.__version__}, torch_xla "
-            f"{tx.__version__} CPU runtime. Training time per fold excludes prediction. The Trainer's torch.optim.AdamW "
+            f"{tx.__version__} CPU runtime; Keras {__import__('keras').__version__}, KerasHub {__import__('keras_hub').__version__}, "
+            f"JAX {__import__('jax').__version__}. Training time per fold excludes prediction. The Trainer's torch.optim.AdamW "
             f"compiles a second step graph after step 1 (its step counter becomes a device tensor), which is one of "
             f"the compiles counted in its first fold. The MFU column is tpututor's own meter (training FLOPs over "
             f"the device's measured matmul peak).")
     report('trainer', 'k-fold fine-tune: tpututor vs the Hugging Face Trainer', body, './run.sh bench trainer',
            goals=[ratio('k-fold examples/s, all folds with compiles: tpututor (buckets) vs HF Trainer + accelerate', ratio_b, 1.3),
-                  ratio('k-fold examples/s, best later fold: tpututor (buckets) vs HF Trainer + accelerate', steady_b, 1.3)])
-    return dict(trainer=ratio_b)
+                  ratio('k-fold examples/s, best later fold: tpututor (buckets) vs HF Trainer + accelerate', steady_b, 1.3),
+                  ratio('k-fold examples/s, all folds with compiles: tpututor keras (JAX) vs HF Trainer + accelerate', ratio_k, 1.3)])
+    return dict(trainer=ratio_b, keras=ratio_k, keras_vs_xla=keras_xla)
 
 if __name__ == '__main__': main(*map(int, sys.argv[1:]))

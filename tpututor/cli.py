@@ -18,10 +18,15 @@ from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, 
 from .tokenize import encode
 
 # %% auto #0
-__all__ = ['DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'read_csv', 'need_columns', 'texts_of',
-           'labels_of', 'default_data', 'write_predictions', 'train', 'print_summary', 'predict', 'main']
+__all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser',
+           'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend',
+           'train', 'print_summary', 'predict', 'main']
 
 # %% ../nbs/12_cli.ipynb #58805425
+DEFAULT_BACKEND = 'xla'   # measured: see DEFAULT_BACKEND_WHY
+DEFAULT_BACKEND_WHY = ('PyTorch/XLA trained the embedded job fastest on a CPU; on a TPU, keras (JAX) '
+                       'and xla both run with what Kaggle and Colab install')
+# batch_size: rows per step over all devices in the embedded job (per device = batch_size // devices)
 DEFAULT_JOB = dict(rows=2000, held_out=1000, buckets=4, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
 _DERIVED = ('n_outputs',)   # set from the labels, not an option
@@ -74,7 +79,14 @@ def parser()->argparse.ArgumentParser:
     g.add_argument('--group', metavar='COL', help='column whose values must stay in one fold (e.g. a movie or question id)')
     g.add_argument('--rows', type=int, help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
     r = t.add_argument_group('run')
-    r.add_argument('--backend', choices=list(BACKENDS), default='xla', help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items()) + ' (default: xla)')
+    r.add_argument('--backend', choices=list(BACKENDS), default=DEFAULT_BACKEND, help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
+                   + f' (default: {DEFAULT_BACKEND}: {DEFAULT_BACKEND_WHY})')
+    r.add_argument('--devices', type=int, default=8, help='keras: JAX devices to split a CPU into, the virtual TPU (a TPU or GPU shows its own) (default: 8)')
+    r.add_argument('--coordinator', metavar='HOST:PORT', help="keras, many hosts: process 0's address, the same on every host; "
+                   "'auto' on a TPU pod slice (every host runs the same command) (default: one host)")
+    r.add_argument('--num-processes', type=int, metavar='N', help='keras, many hosts: how many processes (hosts) join')
+    r.add_argument('--process-id', type=int, metavar='I', help="keras, many hosts: this process's index, 0 to N-1; process 0 writes the run directory")
+    r.add_argument('--heartbeat', type=int, default=100, metavar='S', help='keras, many hosts: seconds after a host stops before the others stop too (default: 100)')
     r.add_argument('--folds', type=int, default=5, help='number of folds (default: 5)')
     r.add_argument('--fold-kind', choices=FOLD_KINDS, default='auto', help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
     config_options(t.add_argument_group('training (every field of TrainConfig)'))
@@ -173,6 +185,22 @@ def write_predictions(
              predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id', cli['label'], cli.get('classes')))
     return write_csv(table, path)
 
+def _describe(backend)->str|None: return backend.describe() if hasattr(backend, 'describe') else None
+
+def start_backend(args): # the backend named by --backend, its devices started
+    "The `--backend` backend; for keras, JAX started first: the virtual TPU's devices, and the hosts of a multi-host run joined"
+    if args.backend == 'keras':
+        from tpututor.jaxdev import virtual_jax, init_multihost
+        virtual_jax(args.devices, start=False)   # a CPU split into --devices; a TPU or GPU shows its own devices
+        init_multihost(args.coordinator, args.num_processes, args.process_id, heartbeat_s=args.heartbeat)
+        virtual_jax(args.devices)
+        if args.coordinator: print(f"if a host stops, the others stop within {args.heartbeat}s ('heartbeat timeout'); "
+                                   "run the same command on every host again to resume from the finished folds")
+    elif args.coordinator: raise ValueError(f"--coordinator joins the hosts of a keras (JAX) run; backend {args.backend} runs on one host")
+    backend = get_backend(args.backend)
+    if _describe(backend): print(f"backend {args.backend}: {_describe(backend)}")
+    return backend
+
 def train(args)->dict:
     "Run `tpututor train` with parsed `args`; returns the summary"
     t0 = time.time()
@@ -208,7 +236,9 @@ def train(args)->dict:
     resolve_model(cfg.model)                        # a missing local model fails here, before any work
     groups = df[args.group].to_numpy() if args.group else None
     make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, groups, args.fold_kind, cfg.seed)  # check folds can be made
-    backend = get_backend(args.backend)
+    backend = start_backend(args)
+    if embedded and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
+        cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] // backend.replicas()))
     fold_rows = len(df) - -(-len(df) // args.folds)  # training rows of the smallest fold
     gb = cfg.batch_size * backend.replicas()
     if gb > fold_rows: raise ValueError(f"--batch-size {cfg.batch_size} x {backend.replicas()} replicas = {gb} rows per step, more than the "
@@ -218,9 +248,12 @@ def train(args)->dict:
     test_in = _inputs(tok, test_texts, cfg) if test_texts else None
     res = run_kfold(backend, cfg, train_in, y, test=test_in, folds=args.folds, fold_kind=args.fold_kind, groups=groups,
                     out=args.out, overwrite=args.overwrite)
+    if res is None:   # another host of a multi-host run: process 0 writes the results
+        print(f"process {args.process_id}: done; process 0 wrote {args.out}")
+        return {}
     out = Path(args.out)
     write_json(out/'cli.json', cli)
-    summary = {'data': data_name, 'model': cfg.model, 'backend': args.backend, 'folds': args.folds, 'oof': res.score,
+    summary = {'data': data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
                'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
     if res.test is not None:
         summary['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, test_df, cli, args.id))]
@@ -239,7 +272,7 @@ def print_summary(s:dict, task:str):
     "The table printed at the end of a run"
     key = MAIN_METRIC[task]
     rows = pd.DataFrame(s['fold_scores']).set_index('fold')
-    print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']} | {s['folds']} folds"
+    print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))

@@ -65,8 +65,9 @@ def _started()->bool:
     except Exception: return False
 
 def virtual_jax(
-    n:int=8,   # CPU devices to show JAX
-)->list:       # `jax.devices()`
+    n:int=8,          # CPU devices to show JAX (in this process)
+    start:bool=True,  # start JAX now; False: only set the count (then `init_multihost`, then call again)
+)->list:              # `jax.devices()` ([] when not started)
     "Make JAX show `n` CPU devices (the virtual TPU), unless it runs on a TPU or GPU already"
     if not isinstance(n, int) or isinstance(n, bool) or n < 1: raise ValueError(f"n must be a positive whole number of devices, got {n!r}")
     import jax
@@ -75,6 +76,7 @@ def virtual_jax(
         os.environ['XLA_FLAGS'] = f'{flags} --xla_force_host_platform_device_count={n}'.strip()
         jax.config.update('jax_num_cpu_devices', n)
         jax.config.update('jax_cpu_collectives_implementation', 'gloo')   # CPU collectives across processes
+        if not start: return []
     devs = jax.devices()
     if devs[0].platform == 'cpu' and jax.local_device_count() != n:
         raise VirtualDevicesError(f"JAX already started with {jax.local_device_count()} CPU devices, so it cannot show {n}: "
@@ -106,7 +108,12 @@ def count_compiles()->int: # XLA compiles JAX has made in this process since the
 def main_process()->bool: # True in process 0 of a multi-host run, and in every single-process run
     "Whether this process is the one that writes files (process 0)"
     jax = sys.modules.get('jax')
-    return jax is None or not _started() or jax.process_index() == 0
+    if jax is None: return True
+    try:
+        from jax._src import distributed
+        if distributed.global_state.client is None: return True   # no multi-host run was joined
+    except (ImportError, AttributeError): pass
+    return jax.process_index() == 0
 
 def init_multihost(
     coordinator:str|None=None,   # 'host:port' of process 0; 'auto' on a TPU pod slice (JAX finds the hosts); None: one process

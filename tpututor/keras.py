@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
-from .jaxdev import import_keras, keep_tf_out, count_compiles, describe_jax, gather, local_rows, peak_flops as device_peak
+from .jaxdev import import_keras, keep_tf_out, count_compiles, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
@@ -81,7 +81,7 @@ def build_model(
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
     "The KerasHub encoder of `cfg.model` with the head of the task (`cfg.spec.head`), under the current distribution"
     keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, _layers()
-    keras.utils.set_random_seed(cfg.seed)
+    with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
     bb = load_backbone(cfg)
     fields = input_fields(bb)
     pool, drop = mine['MeanPool'](name='mean_pool'), L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
@@ -221,7 +221,8 @@ def data_parallel(
     "Keras' data parallelism over `devices`: the model copied to each, every batch split across them"
     keras = import_keras(); import jax
     devices = list(devices or jax.devices())
-    return keras.distribution.DataParallel(devices=devices) if len(devices) > 1 else None
+    if len(devices) == 1: return None
+    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)   # each process feeds its own rows (`local_rows`)
 
 @contextlib.contextmanager
 def _distributed(dist):
@@ -241,7 +242,10 @@ def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on 
 
 def describe()->str: # e.g. 'JAX, 8 devices (cpu)' or 'Keras on torch, 1 device'
     "The framework and devices Keras runs on, for logs"
-    return describe_jax() if on_jax() else f"Keras on {import_keras().backend.backend()}, 1 device"
+    if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
+    import jax
+    d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
+    return f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})"
 
 def _compiles()->int: return count_compiles() if on_jax() else 0   # only JAX reports its compiles
 
@@ -386,7 +390,6 @@ def save_weights(
 )->Path:     # the path written
     "Write the model's weights as a safetensors file keyed by each variable's path (atomically; process 0 only)"
     from safetensors.numpy import save_file
-    from tpututor.jaxdev import main_process
     tensors = {v.path: np.ascontiguousarray(a) for v, a in zip(model.weights, _weights(model))}
     if len(tensors) != len(model.weights): raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
     if not main_process(): return Path(path)
@@ -428,8 +431,14 @@ class KerasBackend:
 
     def replicas(self)->int:
         with _distributed(self.distribution): return n_devices()
+    @property
+    def is_main(self)->bool: return main_process()   # process 0 (of a multi-host run) writes the run directory
+    def agree(self, value): return agree(value)       # process 0's value, in every process
+    def describe(self)->str:
+        with _distributed(self.distribution): return describe()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
-        with _distributed(self.distribution): return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose)
+        with _distributed(self.distribution):
+            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
         with _distributed(self.distribution): return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)

@@ -113,7 +113,7 @@ def run_kfold(
     overwrite:bool=False,    # discard an existing different run in `out` instead of refusing
     only_folds=None,         # train just these folds (e.g. [0] for a quick check); None: all
     verbose:bool=True,       # print progress lines
-)->KFoldResult:
+)->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
     n = n_rows(train)
@@ -121,25 +121,30 @@ def run_kfold(
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)
     meta = {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend.name,
             'data': fingerprint(train, yt), 'rows': n, 'test': None if test is None else fingerprint(test)}
-    open_run(out, meta, overwrite)
-    save_array(out/'folds.npy', fold)
+    main = getattr(backend, 'is_main', True)           # a multi-host run: process 0 alone reads and writes the run directory
+    agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
+    if main:
+        open_run(out, meta, overwrite)
+        save_array(out/'folds.npy', fold)
     todo = range(folds) if only_folds is None else sorted(only_folds)
     oof, tests, scores, resumed = None, [], [], []
     for i in todo:
         fd = out/f'fold{i}'
         tr, va = np.flatnonzero(fold != i), np.flatnonzero(fold == i)
-        if fold_done(fd):
+        if agree(bool(main and fold_done(fd))):
+            if not main: continue
             done, p_va, p_te = load_fold(fd, len(va), test is not None)
             resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
         else:
-            if fd.exists(): shutil.rmtree(fd)          # a fold killed half-way: start it again
-            log(out, f"fold {i}: training on {len(tr)} rows, validating on {len(va)}", verbose)
+            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
+            if main: log(out, f"fold {i}: training on {len(tr)} rows, validating on {len(va)}", verbose)
             t0 = time.time()
             model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr], take(train, va), None if yt is None else yt[va])
             p_va = backend.predict(cfg, model, take(train, va))
             p_te = backend.predict(cfg, model, test) if test is not None else None
             backend.save(model, fd/'weights.safetensors')
             backend.free(model); del model; gc.collect()
+            if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
             done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **hist.rate(), **memory_mb()}
             save_fold(fd, hist, p_va, p_te, done)
             rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", MFU {done['mfu']:.2%}" if 'mfu' in done else '')
@@ -149,6 +154,7 @@ def run_kfold(
         if p_te is not None: tests.append(p_te)
         scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'examples_per_s': done.get('examples_per_s'),
                        'mfu': done.get('mfu'), 'rss_mb': done.get('rss_mb')})
+    if not main: return None                           # process 0 returns the result
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
     test_mean = np.mean(tests, axis=0) if tests else None
