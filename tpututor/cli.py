@@ -24,8 +24,10 @@ __all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS
 
 # %% ../nbs/12_cli.ipynb #58805425
 DEFAULT_BACKEND = 'xla'   # measured: see DEFAULT_BACKEND_WHY
-DEFAULT_BACKEND_WHY = ('PyTorch/XLA trained the embedded job fastest on a CPU; on a TPU, keras (JAX) '
-                       'and xla both run with what Kaggle and Colab install')
+DEFAULT_BACKEND_WHY = ('on a CPU the embedded job runs on one torch_xla device, while keras splits the CPU into '
+                       '--devices JAX devices (the virtual TPU), slower on a few cores; keras on one JAX device '
+                       'is faster still (--devices 1; the Performance page has the measured ratio). On a TPU, keras '
+                       '(JAX) and xla both run with what Kaggle and Colab install')
 # batch_size: rows per step over all devices in the embedded job (per device = batch_size // devices)
 DEFAULT_JOB = dict(rows=2000, held_out=1000, buckets=4, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
