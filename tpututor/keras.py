@@ -16,11 +16,12 @@ from .models import resolve_model, has_weights
 from .meter import Throughput, model_dims, train_flops
 from .backend import EpochLoop
 from .rundir import atomic_write, RunDirError
+from .tfkeras import prediction_batches, _row_flops   # batch planning and FLOPs per row: framework-free, shared with the tf backend
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'load_backbone', 'input_fields', 'build_model', 'scorer', 'backbone_of',
-           'per_example_loss', 'lr_schedule', 'make_optimizer', 'train_batches', 'prediction_batches', 'data_parallel',
-           'n_devices', 'describe', 'predict', 'fit_model', 'save_weights', 'load_weights', 'KerasBackend']
+           'per_example_loss', 'lr_schedule', 'make_optimizer', 'train_batches', 'data_parallel', 'n_devices',
+           'describe', 'predict', 'fit_model', 'save_weights', 'load_weights', 'KerasBackend']
 
 # %% ../nbs/09_keras.ipynb #cccba99e
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
@@ -189,30 +190,6 @@ def train_batches(
         for ep in plan:
             for L, idx in ep: yield _keras_batch(x, idx, None if L == w else L, rows), y[np.asarray(idx)[rows]]
     return gen(), len(plan[0]), [L for L, _ in plan[0]]
-
-def prediction_batches(
-    lengths:np.ndarray,  # real tokens per row
-    batch:int,           # global batch size
-    buckets:list,        # bucket lengths ([max_len] for a fixed length)
-)->list:                 # (length, row indices padded to `batch`, number of real rows)
-    "Full batches covering every row once, each from one bucket; the last of each bucket padded with its first row"
-    which = assign_buckets(lengths, buckets)
-    plan = []
-    for b, L in enumerate(buckets):
-        rows = np.flatnonzero(which == b)
-        for i in range(0, len(rows), batch):
-            part = rows[i:i + batch]
-            plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
-    return plan
-
-def _row_flops(cfg, data:Inputs, dims:dict)->float:
-    "Mean training FLOPs of one row at the padded length `train_batches` gives it (both texts of a pair)"
-    lengths, w = row_lengths(data), width(data)
-    padded = np.full(len(lengths), w)
-    if cfg.buckets:
-        buckets = choose_buckets(lengths, cfg.buckets, max_len=w)
-        padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
-    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L) for L in padded]))
 
 # %% ../nbs/09_keras.ipynb #c275e356
 def data_parallel(
