@@ -73,22 +73,11 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
         prob = lambda texts, labels: torch.softmax(torch.from_numpy(t.predict(Rows(texts, labels)).predictions).float(), -1).numpy()
         return secs, comp, prob(tr.text.values[fold == i], y[fold == i]), prob(te.text.values, y_te)
 
-    def ours_fold(b, tr_idx, va_idx):
+    def ours_fold(be, counter, b, tr_idx, va_idx):   # one tpututor backend, its compile counter, buckets
         cfg = TrainConfig(model='minilm', max_len=max_len, buckets=b, batch_size=batch, epochs=1, lr=5e-5, seed=42)
-        be = XlaBackend(verbose=False)
-        c0, t0 = count_compiles(), time.perf_counter()
+        c0, t0 = counter(), time.perf_counter()
         model, hist = be.fit(cfg, enc[tr_idx], y[tr_idx])
-        secs, comp = time.perf_counter() - t0, count_compiles() - c0
-        out = secs, comp, be.predict(cfg, model, enc[va_idx]), be.predict(cfg, model, enc_te)
-        be.free(model)
-        return out, hist['mfu'][0]
-
-    def keras_fold(tr_idx, va_idx):
-        cfg = TrainConfig(model='minilm', max_len=max_len, buckets=buckets, batch_size=batch, epochs=1, lr=5e-5, seed=42)
-        be = KerasBackend(verbose=False)
-        c0, t0 = jax_compiles(), time.perf_counter()
-        model, hist = be.fit(cfg, enc[tr_idx], y[tr_idx])
-        secs, comp = time.perf_counter() - t0, jax_compiles() - c0
+        secs, comp = time.perf_counter() - t0, counter() - c0
         out = secs, comp, be.predict(cfg, model, enc[va_idx]), be.predict(cfg, model, enc_te)
         be.free(model)
         return out, hist['mfu'][0]
@@ -102,8 +91,8 @@ def main(n_train=1440, n_test=600, folds=3, max_len=64, buckets=4, batch=32):
         tr_idx, va_idx = np.flatnonzero(fold != i), np.flatnonzero(fold == i)
         for k in names:
             if k == 'trainer': res, mfu = trainer_fold(i, tr_idx), None
-            elif k == 'keras': res, mfu = keras_fold(tr_idx, va_idx)
-            else: res, mfu = ours_fold(0 if k == 'fixed' else buckets, tr_idx, va_idx)
+            elif k == 'keras': res, mfu = ours_fold(KerasBackend(verbose=False), jax_compiles, buckets, tr_idx, va_idx)
+            else: res, mfu = ours_fold(XlaBackend(verbose=False), count_compiles, 0 if k == 'fixed' else buckets, tr_idx, va_idx)
             r = runs[k]; r['secs'].append(res[0]); r['comp'].append(res[1]); r['oof'][va_idx] = res[2]
             r['test'].append(res[3]); r['mfu'].append(mfu)
             print(f'fold {i}: {names[k]}: {res[0]:.1f}s, {res[1]} compiles', flush=True)

@@ -15,8 +15,9 @@ from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .meter import Throughput, model_dims, train_flops
 from .backend import EpochLoop
-from .rundir import atomic_write, RunDirError
-from .tfkeras import prediction_batches, _row_flops   # batch planning and FLOPs per row: framework-free, shared with the tf backend
+from .rundir import atomic_write
+from . import tfkeras
+from .tfkeras import prediction_batches, _row_flops   # batch planning, FLOPs per row, weight loading: framework-free, shared with the tf backend
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'load_backbone', 'input_fields', 'build_model', 'scorer', 'backbone_of',
@@ -377,19 +378,7 @@ def load_weights(
     path,    # a file written by `save_weights`
 ):           # `model`, with the weights assigned
     "Assign the weights in a safetensors file to `model` by variable path, checking names and shapes"
-    from safetensors.numpy import load_file
-    try: tensors = load_file(str(path))
-    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
-    names = {v.path for v in model.weights}
-    missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
-    if missing or extra:
-        raise ValueError(f"{path} does not match the model: missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                         f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the same config (model, task, n_outputs)?")
-    for v in model.weights:
-        if tuple(v.shape) != tensors[v.path].shape:
-            raise ValueError(f"{path}: weight {v.path} has shape {tensors[v.path].shape} in the file but {tuple(v.shape)} in the model: the configs differ")
-        v.assign(tensors[v.path])
-    return model
+    return tfkeras.load_weights(model, path, key=lambda v: v.path)   # the same checks as the tf backend, keyed by path
 
 # %% ../nbs/09_keras.ipynb #017442a9
 class KerasBackend:

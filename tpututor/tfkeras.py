@@ -423,20 +423,22 @@ def save_weights(
 def load_weights(
     model,   # a freshly built model of the same config
     path,    # a file written by `save_weights`
+    key=lambda w: w.name, # a weight's key in the file (Keras 3 keys by `w.path`)
 ):           # `model`, with the weights assigned
     "Assign the weights in a safetensors file to `model` by name, checking names and shapes"
     from safetensors.numpy import load_file
     try: tensors = load_file(str(path))
     except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
-    names = {w.name for w in model.weights}
+    names = {key(w) for w in model.weights}
     missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
     if missing or extra:
         raise ValueError(f"{path} does not match the model: missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
                          f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the same config (model, task, n_outputs)?")
     for w in model.weights:
-        if tuple(w.shape) != tensors[w.name].shape:
-            raise ValueError(f"{path}: weight {w.name} has shape {tensors[w.name].shape} in the file but {tuple(w.shape)} in the model: the configs differ")
-        w.assign(tensors[w.name])
+        t = tensors[key(w)]
+        if tuple(w.shape) != t.shape:
+            raise ValueError(f"{path}: weight {key(w)} has shape {t.shape} in the file but {tuple(w.shape)} in the model: the configs differ")
+        w.assign(t)
     return model
 
 # %% ../nbs/08a_tf.ipynb #8ae6b9a6
