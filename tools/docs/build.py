@@ -306,6 +306,12 @@ def performance_page():
     parts += [p.read_text().strip() + '\n' for p in res] or ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
 
+def install_page():
+    "tools/docs/install.md, then the latest `./run.sh compat` table (tools/compat/results.md)"
+    res = ROOT / 'tools' / 'compat' / 'results.md'
+    return (HERE / 'install.md').read_text().strip() + '\n\n' + (res.read_text().strip() if res.exists() else
+            '## Tested against Kaggle\'s TPU image versions\n\n`./run.sh compat` has not written results yet.') + '\n'
+
 def nav_label(meta):
     t = meta['title'].replace('`', '')
     if meta['section'] == 'Start': return 'Overview, install, the two commands'
@@ -326,7 +332,9 @@ def write_sources(done, assets):
         shutil.copy(proc, src / meta['page'])
         nav[meta['section']].append({nav_label(meta): meta['page']})
     (src / 'performance.md').write_text(performance_page())
+    (src / 'install.md').write_text(install_page())
     cfg = yaml.safe_load((HERE / 'mkdocs.yml').read_text())
+    nav['Start'].append({'Install on Kaggle, Colab and elsewhere': 'install.md'})
     cfg['nav'] = [{k: v} for k, v in nav.items() if v] + [{'Performance': 'performance.md'}]
     cfg.update(docs_dir=str(src), site_dir=str(SITE), hooks=[str(HERE / 'hooks.py')])
     for p in cfg['plugins']:
