@@ -7,7 +7,7 @@ docs' install page) and results.json; full logs to runs/compat/.
     ./run.sh compat                  everything (about 30 minutes on 2 CPU cores)
     ./run.sh compat 09_keras ...     only these notebooks (no default job); the table keeps the other rows
 """
-import datetime, hashlib, importlib.metadata as md, json, os, platform, subprocess, sys, time
+import datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,9 +31,11 @@ def _has(d):
     except md.PackageNotFoundError: return False
 
 def _tail(text, n=1):
+    "The last error line of a log, after the notebook cell it came from"
     lines = [l for l in text.strip().splitlines() if l.strip()]
     err = [l for l in lines if 'Error' in l or 'error:' in l]
-    return (err or lines or [''])[-n:]
+    cell = re.findall(r'While Executing Cell #(\d+)', text)
+    return [f'cell {cell[-1]}: ' * bool(cell) + l.strip() for l in (err or lines or [''])[-n:]]
 
 def run_notebook(name)->dict:
     nb = ROOT / 'nbs' / f'{name}.ipynb'
@@ -53,7 +55,7 @@ def run_job()->dict:
     row = {'what': JOB, 'ok': r.returncode == 0, 'seconds': round(time.time() - t0)}
     if row['ok']:
         s = json.loads((out / 'summary.json').read_text())
-        row['detail'] = (f"backend {s['backend']} ({s.get('devices', '')}), out-of-fold accuracy {s['oof']['accuracy']:.3f}, "
+        row['detail'] = (f"backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f", out-of-fold accuracy {s['oof']['accuracy']:.3f}, "
                          f"held-out {s['held_out']['accuracy']:.3f}")
         row['scores'] = {'oof': s['oof'], 'held_out': s['held_out']}
     else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
