@@ -277,6 +277,30 @@ def test_math_and_widget(site, server, browser):
     problems += browser.problems(browser.events)
     assert not problems, problems
 
+LESSON_PAGES = ['tpu.html', 'bf16.html', 'xla.html', 'frameworks.html', 'jax.html']
+
+def test_lessons_show_pictures_and_fold_answers(site, server, browser):
+    "The lesson pages carry at least ten rendered figures, animations or widgets, and every exercise's answer is folded"
+    count, folded = {}, {}
+    for page in LESSON_PAGES:
+        problems = browser.problems(browser.open(server + page))
+        assert not problems, (page, problems)
+        browser.wait_for("document.querySelectorAll('.widget-html-content').length > 0 || true", 5)
+        count[page] = browser.js("""(() => {
+            const imgs = Array.from(document.querySelectorAll('article .jp-OutputArea-output img'))
+                .filter(i => i.closest('.animation') === null && i.naturalWidth > 100 && i.naturalHeight > 50);
+            const anims = Array.from(document.querySelectorAll('article .animation'))
+                .filter(a => a.querySelector('img') && a.querySelector('img').naturalWidth > 100);
+            const widgets = Array.from(document.querySelectorAll('article .jp-OutputArea-output .widget-vbox, article .jp-OutputArea-output .widget-hbox'))
+                .filter(w => w.parentElement.closest('.widget-vbox, .widget-hbox') === null && w.getBoundingClientRect().height > 50);
+            return imgs.length + anims.length + widgets.length; })()""")
+        folded[page] = browser.js("Array.from(document.querySelectorAll('article details')).filter(d => !d.open && "
+                                  "d.querySelector('summary') && d.querySelector('summary').innerText.includes('Answer')).length")
+    assert sum(count.values()) >= 10 and all(count.values()), f'figures, animations and widgets per lesson page: {count}'
+    assert all(n >= 2 for n in folded.values()), f'folded answers per lesson page: {folded}'
+    browser.open(server + 'tpu.html')
+    assert browser.wait_for("document.querySelector('article .animation img') !== null", 10), 'the systolic animation did not render'
+
 def test_pages_workflow_parses():
     "The GitHub Pages workflow (it cannot run here): valid YAML that builds with ./run.sh docs and uploads docs/"
     import yaml

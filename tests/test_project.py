@@ -53,3 +53,65 @@ def test_compat_results_are_current():
     assert res['versions']['torch_xla'].startswith('2.8') and res['versions']['transformers'].startswith('5.')
     failed = [r['what'] for r in res['rows'] if not r['ok']]
     assert not failed and {'09_keras', '10_torchxla', 'default job'} <= {r['what'] for r in res['rows']}, failed
+
+# The lessons (nbs/00..03, 03a): what a learner reads must hold exercises, further reading and no stale figure.
+LESSONS = sorted(p for p in NBS.glob('0[0-3]*.ipynb'))
+
+def _cells(nb):
+    import json
+    return json.loads(Path(nb).read_text())['cells']
+
+def _text(cell): return ''.join(cell['source'])
+
+def test_lessons_end_with_exercises_and_reading():
+    "Every lesson ends with 2-3 predict-then-run exercises, each with a cell to run and a folded answer, then further reading"
+    import re
+    assert [p.stem for p in LESSONS] == ['00_tpu', '01_bf16', '02_xla', '03_frameworks', '03a_jax'], LESSONS
+    for nb in LESSONS:
+        cells = _cells(nb)
+        heads = [(i, _text(c)) for i, c in enumerate(cells) if c['cell_type'] == 'markdown']
+        ex = next((i for i, t in heads if re.search(r'^## Exercises\s*$', t, re.M)), None)
+        reading = next((i for i, t in heads if re.search(r'^## Further reading\s*$', t, re.M)), None)
+        assert ex is not None and reading is not None and ex < reading, f'{nb.name}: needs "## Exercises" then "## Further reading"'
+        shown = [c for c in cells[reading:] if not _text(c).lstrip().startswith('#| hide')]   # nbdev's hidden export cell may follow
+        assert all(c['cell_type'] == 'markdown' for c in shown), f'{nb.name}: further reading must come last'
+        links = re.findall(r'\]\((https?://[^)]+)\)', ''.join(_text(c) for c in cells[reading:]))
+        assert len(links) >= 3, f'{nb.name}: further reading has {len(links)} links'
+        # the exercises in reading order: a heading, a prediction asked for, a cell to run, then the folded answer
+        seq, text = [], {}
+        for c in cells[ex:reading]:
+            if c['cell_type'] == 'code':
+                if _text(c).strip(): seq.append('run')
+                continue
+            for part in re.split(r'(?m)^(?=### Exercise \d)|(?=<details>)', _text(c)):
+                if part.startswith('### Exercise'): seq.append('ex'); text[len(seq)] = part
+                elif re.match(r'<details>\s*<summary>\s*Answer', part): seq.append('answer')
+                elif seq and seq[-1] == 'ex': text[len(seq)] += part
+        parts = ' '.join(seq).split('ex')[1:]
+        assert 2 <= len(parts) <= 3, f'{nb.name}: {len(parts)} exercises'
+        for n, (part, t) in enumerate(zip(parts, text.values()), 1):
+            assert 'predict' in t.lower(), f'{nb.name}: exercise {n} does not ask for a prediction'
+            assert re.fullmatch(r'\s*(run\s+)+answer\s*', part), f'{nb.name}: exercise {n} needs a cell to run, then a folded answer: {part}'
+
+def test_no_stored_output_shows_an_impossible_mfu():
+    "A stored MFU of 0.0% or over 100% means a wrong peak or uncounted FLOPs: re-run the notebook after fixing it"
+    import re
+    bad = []
+    for nb in sorted(NBS.rglob('*.ipynb')):
+        if any(p.startswith(('.', '_')) for p in nb.relative_to(NBS).parts): continue
+        for c in _cells(nb):
+            for o in c.get('outputs', []):
+                text = ''.join(o.get('text', '')) + ''.join((o.get('data') or {}).get('text/plain', ''))
+                for m in re.finditer(r'MFU[^0-9%\n]{0,40}?(\d[\d,]*\.?\d*)%', text):
+                    v = float(m.group(1).replace(',', ''))
+                    if v == 0 or v > 100: bad.append(f'{nb.relative_to(NBS)}: {m.group(0)}')
+    assert not bad, bad
+
+def test_migration_table():
+    "One table in the XLA lesson maps the classic notebooks' torch_xla, TF and tokenizer calls to today's"
+    rows = [l for c in _cells(NBS / '02_xla.ipynb') if c['cell_type'] == 'markdown' for l in _text(c).splitlines() if l.startswith('|')]
+    def row(old): return next((r for r in rows if old in r.split('|')[1]), '')
+    for old, new in [('xla_device', 'torch_xla.device'), ('mark_step', 'torch_xla.sync'), ('xrt_world_size', 'world_size'),
+                     ('xmp.spawn', 'torch_xla.launch'), ('experimental_run_v2', 'strategy.run'), ('XLA_USE_BF16', 'autocast'),
+                     ('pad_to_max_length', "padding='max_length'")]:
+        assert new in row(old), f'no migration row from {old} to {new}'

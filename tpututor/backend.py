@@ -13,13 +13,14 @@ import numpy as np
 from .config import TrainConfig, Inputs, check_targets, check_inputs
 from .tokenize import Encoded
 from .rundir import atomic_write, RunDirError
+from .meter import mfu_text
 
 # %% auto #0
 __all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'Backend', 'get_backend',
            'BowBackend']
 
 # %% ../nbs/07d_backend.ipynb #25868335
-EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'compiles', 'eval_compiles')
+EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'eval_compiles')
 
 @dataclass
 class History:
@@ -33,7 +34,7 @@ class History:
     def column(self, key:str)->list: # one value per epoch
         "The values of `key` (one of `EPOCH_KEYS`) over the epochs"
         if key not in EPOCH_KEYS: raise KeyError(f"{key!r} is not an epoch key; epoch keys are {EPOCH_KEYS}")
-        return [r[key] for r in self.records]
+        return [r.get(key) for r in self.records]   # a record saved before a key existed: None
     def __getitem__(self, key):
         "An epoch column, `step_loss`, `best_epoch`, `stopped_early`, or a fact from `info`"
         if key in EPOCH_KEYS: return self.column(key)
@@ -44,13 +45,14 @@ class History:
     def get(self, key, default=None): return self[key] if key in self else default
     def __len__(self): return len(self.records)
 
-    def rate(self)->dict: # examples_per_s and mfu over all epochs, each weighted by its time
-        "Training speed over the whole fit"
+    def rate(self)->dict: # examples_per_s, mfu and mfu_datasheet over all epochs, each weighted by its time
+        "Training speed over the whole fit (an MFU only where every epoch has one)"
         secs = self.column('seconds')
         if not secs or not sum(secs): return {}
         out = {'examples_per_s': round(sum(r['examples_per_s'] * r['seconds'] for r in self.records) / sum(secs), 2)}
-        if all(r['mfu'] is not None for r in self.records):
-            out['mfu'] = round(sum(r['mfu'] * r['seconds'] for r in self.records) / sum(secs), 5)
+        for k in ('mfu', 'mfu_datasheet'):
+            if all(r.get(k) is not None for r in self.records):
+                out[k] = round(sum(r[k] * r['seconds'] for r in self.records) / sum(secs), 5)
         return out
     def to_dict(self)->dict: return dict(records=self.records, step_loss=self.step_loss, best_epoch=self.best_epoch,
                                          stopped_early=self.stopped_early, info=self.info)
@@ -96,7 +98,8 @@ def progress(
 def epoch_line(rec:dict, epochs:int)->str:
     "The line printed after each epoch"
     v = '' if rec['val_loss'] is None else f", val_loss {rec['val_loss']:.4f}"
-    mfu = '' if rec['mfu'] is None else f", MFU {rec['mfu']:.1%}"
+    mfu = mfu_text(rec['mfu'], rec.get('mfu_datasheet'))
+    mfu = f', {mfu}' if mfu else ''
     ev = f" (+{rec['eval_compiles']} evaluating)" if rec['val_loss'] is not None else ''
     return (f"epoch {rec['epoch']}/{epochs}: loss {rec['loss']:.4f}{v}, {rec['seconds']:.1f}s, "
             f"{rec['examples_per_s']:,.1f} examples/s{mfu}, {rec['compiles']} compiles{ev}")
@@ -127,15 +130,17 @@ class EpochLoop:
         loss:float,              # mean training loss of the epoch
         seconds:float,           # its training time (validation not included)
         rows:int,                # examples it trained on
-        mfu:float|None=None,     # model FLOPs utilisation (None: not measured)
+        mfu:float|None=None,     # model FLOPs utilisation against the measured peak (None: not measured)
         compiles:int=0,          # graphs compiled (or traced) while training this epoch
         val_loss:float|None=None,# validation loss (None: no validation)
         eval_compiles:int=0,     # graphs compiled while validating
+        mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
     )->bool:                     # True when training should stop
         "Record the epoch, print its line, keep the best weights, decide on early stopping"
         h = self.history
         rec = dict(epoch=len(h.records) + 1, loss=float(loss), val_loss=None if val_loss is None else float(val_loss),
                    seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9), mfu=None if mfu is None else float(mfu),
+                   mfu_datasheet=None if mfu_datasheet is None else float(mfu_datasheet),
                    compiles=int(compiles), eval_compiles=int(eval_compiles))
         h.records.append(rec)
         if rec['val_loss'] is not None:

@@ -16,6 +16,7 @@ from .backend import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
 from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds
 from .tokenize import encode
+from .meter import mfu_text
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser',
@@ -281,8 +282,9 @@ def print_summary(s:dict, task:str):
     if 'held_out' in s: print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
     speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
     if len(speed):
-        mfu = rows['mfu'].dropna() if 'mfu' in rows else []
-        print(f"training: {speed.mean():,.1f} examples/s" + (f", MFU {mfu.mean():.2%}" if len(mfu) else '') + ' (mean over the folds)')
+        mean = lambda k: rows[k].dropna().mean() if k in rows and rows[k].notna().any() else None
+        m = mfu_text(mean('mfu'), mean('mfu_datasheet'))
+        print(f"training: {speed.mean():,.1f} examples/s" + (f", {m}" if m else '') + ' (mean over the folds)')
     for p in s.get('written', []): print(f"predictions: {p}")
     print(f"time {s['seconds']:.0f}s")
 

@@ -11,8 +11,8 @@ import numpy as np
 from .frameworks import import_tf, import_xla, _installed, _missing, _tpu_present
 
 # %% auto #0
-__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_utilisation', 'describe',
-           'VirtualDeviceError', 'virtual_tpu']
+__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'mxu_utilisation',
+           'describe', 'VirtualDeviceError', 'virtual_tpu']
 
 # %% ../nbs/00_tpu.ipynb #762f2ffe
 def _check_int(name, v, least):
@@ -54,7 +54,7 @@ def _systolic_pass(a, w, trace=None):
 def systolic_matmul(
     a:np.ndarray,         # left matrix, M x K: its rows stream through the array
     b:np.ndarray,         # right matrix, K x N: held in the array, one size x size tile at a time
-    size:int=8,           # the array has size x size cells (a TPU's MXU: 128)
+    size:int=8,           # the array has size x size cells (a TPU's MXU: 128, or 256 on v6e)
     trace:list|None=None, # a list to receive, for each cycle of the first tile, which row each cell works on (-1: idle)
 )->tuple:                 # (a @ b as float64, cycles spent)
     "Compute `a @ b` on a simulated weight-stationary systolic array, cycle by cycle, tiling `b` and padding it with zeros"
@@ -97,40 +97,65 @@ def layer_flops(
     return [dict(op=o, unit=u, flops=f) for o, u, f in ops]
 
 # %% ../nbs/00_tpu.ipynb #f7069dbc
+_V5E = dict(cores_per_chip=1, devices_per_chip=1, mxus_per_core=4, mxu='128x128', device_kind='TPU v5 lite',
+            hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
+            source='https://cloud.google.com/tpu/docs/v5e')
 TPU_SPECS = [
-    dict(accelerator='v5e-8', where='Kaggle (TPU VM v5e-8)', chips=8, cores_per_chip=1, mxus_per_core=4, mxu='128x128',
-         hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
-         source='https://cloud.google.com/tpu/docs/v5e'),
-    dict(accelerator='v5e-1', where='Colab (TPU v5e-1)', chips=1, cores_per_chip=1, mxus_per_core=4, mxu='128x128',
-         hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
-         source='https://cloud.google.com/tpu/docs/v5e'),
-    dict(accelerator='v3-8', where='older Kaggle and Colab notebooks', chips=4, cores_per_chip=2, mxus_per_core=2, mxu='128x128',
-         hbm_gb_per_chip=32, hbm_gbps_per_chip=900, peak_bf16_tflops_per_chip=123,
-         source='https://cloud.google.com/tpu/docs/v3'),
-    dict(accelerator='v2-8', where='older Colab notebooks', chips=4, cores_per_chip=2, mxus_per_core=1, mxu='128x128',
-         hbm_gb_per_chip=16, hbm_gbps_per_chip=None, peak_bf16_tflops_per_chip=45,
+    dict(accelerator='v5e-8', where='Kaggle (TPU VM v5e-8)', chips=8, **_V5E),
+    dict(accelerator='v5e-1', where='Colab (TPU v5e-1)', chips=1, **_V5E),
+    dict(accelerator='v6e-8', where='Cloud TPU VM (Trillium)', chips=8, cores_per_chip=1, devices_per_chip=1,
+         mxus_per_core=4, mxu='256x256', device_kind='TPU v6 lite', hbm_gb_per_chip=32, hbm_gbps_per_chip=1640,
+         peak_bf16_tflops_per_chip=918, source='https://cloud.google.com/tpu/docs/v6e'),
+    dict(accelerator='v5p-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
+         mxu='128x128', device_kind='TPU v5', hbm_gb_per_chip=95, hbm_gbps_per_chip=2765,
+         peak_bf16_tflops_per_chip=459, source='https://cloud.google.com/tpu/docs/v5p'),
+    dict(accelerator='v4-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
+         mxu='128x128', device_kind='TPU v4', hbm_gb_per_chip=32, hbm_gbps_per_chip=1200,
+         peak_bf16_tflops_per_chip=275, source='https://cloud.google.com/tpu/docs/v4'),
+    dict(accelerator='v3-8', where='older Kaggle and Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
+         mxus_per_core=2, mxu='128x128', device_kind='TPU v3', hbm_gb_per_chip=32, hbm_gbps_per_chip=900,
+         peak_bf16_tflops_per_chip=123, source='https://cloud.google.com/tpu/docs/v3'),
+    dict(accelerator='v2-8', where='older Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
+         mxus_per_core=1, mxu='128x128', device_kind='TPU v2', hbm_gb_per_chip=16, hbm_gbps_per_chip=None,
+         peak_bf16_tflops_per_chip=45,
          source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, Jouppi et al. 2020'),
 ]
 
 # %% ../nbs/00_tpu.ipynb #345a2bfc
+def _macs_per_cycle(row):
+    "Multiply-adds per cycle of one chip's MXUs"
+    return row['cores_per_chip'] * row['mxus_per_core'] * math.prod(int(x) for x in row['mxu'].split('x'))
+
 def tpu_table(
     specs:list|None=None, # rows like those of `TPU_SPECS` (default: `TPU_SPECS`)
 ):                        # a pandas DataFrame, one row per accelerator
-    "`TPU_SPECS` with what a program sees derived: devices, HBM and peak per device and in total, implied MXU clock"
+    "`TPU_SPECS` with what a program sees derived: devices, HBM and peak per chip and per device and in total, implied MXU clock"
     import pandas as pd
     df = pd.DataFrame(TPU_SPECS if specs is None else specs)
-    df['devices'] = df.chips * df.cores_per_chip
-    df['hbm_gb_per_device'] = df.hbm_gb_per_chip / df.cores_per_chip
+    df['devices'] = df.chips * df.devices_per_chip
+    df['hbm_gb_per_device'] = df.hbm_gb_per_chip / df.devices_per_chip
     df['hbm_gb_total'] = df.hbm_gb_per_chip * df.chips
+    df['peak_tflops_per_device'] = df.peak_bf16_tflops_per_chip / df.devices_per_chip
     df['peak_tflops_total'] = df.peak_bf16_tflops_per_chip * df.chips
-    macs = df.cores_per_chip * df.mxus_per_core * df.mxu.map(lambda s: math.prod(int(x) for x in s.split('x')))
+    macs = df.apply(_macs_per_cycle, axis=1)
     df['implied_clock_ghz'] = (df.peak_bf16_tflops_per_chip * 1e12 / (2 * macs) / 1e9).round(2)
     return df
+
+# %% ../nbs/00_tpu.ipynb #eeabeea6
+def mxu_size(
+    name:str, # an accelerator ('v6e-8'), its generation ('v6e') or a JAX device_kind ('TPU v6 lite')
+)->int:       # the side of its MXU: 128, or 256 on v6e
+    "The MXU size to pad matmul dimensions to on the TPU `name`, from `TPU_SPECS`"
+    for r in TPU_SPECS:
+        if name in (r['accelerator'], r['accelerator'].split('-')[0], r['device_kind']): return int(r['mxu'].split('x')[0])
+    known = sorted({r['accelerator'] for r in TPU_SPECS} | {r['accelerator'].split('-')[0] for r in TPU_SPECS})
+    raise ValueError(f"Unknown TPU {name!r}: use an accelerator or generation such as {known}, "
+                     f"or a JAX device_kind such as {sorted({r['device_kind'] for r in TPU_SPECS})}")
 
 # %% ../nbs/00_tpu.ipynb #e38ddd09
 def mxu_utilisation(
     shape:tuple|int,      # the dimensions that get padded, e.g. (K, N) of a matmul's weight
-    tile:tuple|int=128,   # tile size per dimension: one int for all, or one per dimension such as (8, 128)
+    tile:tuple|int=128,   # tile size per dimension: one int for all (`mxu_size(...)`: 128, or 256 on v6e), or one per dimension such as (8, 128)
 )->float:                 # useful work / work done on the padded shape, in (0, 1]
     "Fraction of the MXU's work that is useful when each dimension of `shape` is padded up to whole tiles"
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)

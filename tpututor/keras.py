@@ -13,7 +13,7 @@ from .jaxdev import import_keras, keep_tf_out, count_compiles, describe_jax, loc
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .meter import Throughput, model_dims, train_flops
+from .meter import Throughput, model_dims, train_flops, datasheet_peak
 from .backend import EpochLoop
 from .rundir import atomic_write
 from . import tfkeras
@@ -298,7 +298,7 @@ def fit_model(
     y_valid=None,        # validation targets
     verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
-    mfu:bool=True,       # report model FLOPs utilisation against the devices' measured peak (measured once, cached)
+    mfu:bool=True,       # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
 )->tuple:                # (model, `History`)
     "Build (or take) a model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
@@ -319,10 +319,12 @@ def fit_model(
     model.compile(optimizer=make_optimizer(cfg, opt_steps, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
     peak = device_peak('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu and on_jax() else None
     dims = model_dims(_hf_config(bb))
-    meter = Throughput(dims, peak)
+    sheet = datasheet_peak(_jax_kind(), cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
+    meter = Throughput(dims, peak, sheet and sheet * reps)
     step_flops = batch * _row_flops(cfg, train, dims) / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=peak, devices=describe(), recompiles=[])
+                     steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps,
+                     devices=describe(), recompiles=[])
     def validate(): # (validation loss, compiles while predicting), or (None, 0) without validation rows
         if valid is None: return None, 0
         c = _compiles()
@@ -348,11 +350,17 @@ def fit_model(
             secs = time.perf_counter() - self.t0
             loop.history.info['recompiles'].append(self.w.recompiles)
             val, eval_compiles = validate()
-            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, meter.summary(secs)['mfu'],
-                                                      self.w.compiles, val, eval_compiles)
+            s = meter.summary(secs)
+            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, eval_compiles,
+                                                      mfu_datasheet=s['mfu_datasheet'])
     model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[Epochs()])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
+
+def _jax_kind()->str: # e.g. 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'cpu'
+    "What JAX calls the devices this run trains on"
+    import jax
+    return jax.local_devices()[0].device_kind
 
 def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub backbone
     "A KerasHub backbone's sizes under the Hugging Face config names the meter knows"

@@ -15,6 +15,7 @@ from .config import TrainConfig, Inputs, n_rows, take, check_targets
 from .tasks import TASK_TABLE, get_task
 from .tokenize import Encoded
 from .backend import History
+from .meter import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold)
 
@@ -147,13 +148,13 @@ def run_kfold(
             if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
             done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **hist.rate(), **memory_mb()}
             save_fold(fd, hist, p_va, p_te, done)
-            rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", MFU {done['mfu']:.2%}" if 'mfu' in done else '')
+            rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
             log(out, f"fold {i}: {done['score']} in {done['seconds']}s{rate}, memory {done.get('rss_mb', 0):.0f} MB", verbose)
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va
         if p_te is not None: tests.append(p_te)
         scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'examples_per_s': done.get('examples_per_s'),
-                       'mfu': done.get('mfu'), 'rss_mb': done.get('rss_mb')})
+                       'mfu': done.get('mfu'), 'mfu_datasheet': done.get('mfu_datasheet'), 'rss_mb': done.get('rss_mb')})
     if not main: return None                           # process 0 returns the result
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])

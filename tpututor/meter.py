@@ -10,7 +10,8 @@ import json, os, platform, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'Throughput']
+__all__ = ['GPU_SPECS', 'model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'datasheet_peak',
+           'mfu_text', 'Throughput']
 
 # %% ../nbs/07c_meter.ipynb #8c1e6980
 def model_dims(
@@ -75,14 +76,64 @@ def host_name()->str: # the CPU model and core count, a cache key for CPU figure
     except (OSError, StopIteration): pass
     return f'{cpu} x{os.cpu_count()}'
 
+# %% ../nbs/07c_meter.ipynb #5c608ed1
+GPU_SPECS = [   # NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins
+    dict(match=r'H100.*PCIe', bf16=756, fp16=756, tf32=378, fp32=51, source='https://www.nvidia.com/en-us/data-center/h100/'),
+    dict(match=r'H100.*NVL', bf16=835, fp16=835, tf32=418, fp32=60, source='https://www.nvidia.com/en-us/data-center/h100/ (NVL)'),
+    dict(match=r'H100|GH200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h100/ (SXM)'),
+    dict(match=r'H200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h200/ (SXM)'),
+    dict(match=r'A100', bf16=312, fp16=312, tf32=156, fp32=19.5, source='https://www.nvidia.com/en-us/data-center/a100/'),
+    dict(match=r'\bA10\b', bf16=125, fp16=125, tf32=62.5, fp32=31.2, source='https://www.nvidia.com/en-us/data-center/products/a10-gpu/'),
+    dict(match=r'\bL4\b', bf16=121, fp16=121, tf32=60, fp32=30.3, source='https://www.nvidia.com/en-us/data-center/l4/'),
+    dict(match=r'\bT4\b', bf16=None, fp16=65, tf32=None, fp32=8.1, source='https://www.nvidia.com/en-us/data-center/tesla-t4/'),
+    dict(match=r'V100.*PCIE', bf16=None, fp16=112, tf32=None, fp32=14, source='https://www.nvidia.com/en-us/data-center/v100/'),
+    dict(match=r'V100', bf16=None, fp16=125, tf32=None, fp32=15.7, source='https://www.nvidia.com/en-us/data-center/v100/ (SXM2)'),
+]
+
+_DTYPES = {'bf16': 'bfloat16', 'fp16': 'float16', 'fp32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16', 'float32': 'float32'}
+
+def datasheet_peak(
+    device_kind:str|None,   # what the framework calls the device: 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'TPU:TPU v4', 'cpu'
+    dtype:str='bfloat16',   # 'bfloat16', 'float16', 'float32' (or a precision: 'bf16', 'fp16', 'fp32')
+    specs:list|None=None,   # TPU rows like `tpututor.devices.TPU_SPECS` (default: those)
+)->float|None:              # FLOP/s of one device by its datasheet, or None where there is none (a CPU, an unknown device)
+    "The datasheet's peak FLOP/s of one device of kind `device_kind` for matmuls in `dtype`"
+    import re
+    if dtype not in _DTYPES: raise ValueError(f"dtype={dtype!r}: use one of {', '.join(_DTYPES)}")
+    dtype = _DTYPES[dtype]
+    kind = (device_kind or '').strip()
+    if kind.lower().startswith('cpu'): return None   # 'cpu' (JAX), 'CPU:<model>' (tpututor.xla.device_kind): no datasheet peak
+    kind = re.sub(r'^(TPU|GPU|CUDA):', '', kind)
+    if specs is None: from tpututor.devices import TPU_SPECS as specs
+    for r in specs:
+        k, per, peak = r.get('device_kind'), r.get('devices_per_chip'), r.get('peak_bf16_tflops_per_chip')
+        if k and per and peak and k.lower() == kind.lower(): return peak * 1e12 / per   # the MXU's bf16 rate bounds every dtype
+    for r in GPU_SPECS:
+        if re.search(r['match'], kind, re.I):
+            t = r[{'bfloat16': 'bf16', 'float16': 'fp16'}.get(dtype) or ('tf32' if r['tf32'] else 'fp32')]
+            return None if t is None else t * 1e12
+    return None
+
 # %% ../nbs/07c_meter.ipynb #44ca5f84
+def _pct(x:float)->str: return f'{x:.1%}' if x >= 0.01 or x == 0 else f'{x * 100:.2g}%'
+
+def mfu_text(
+    measured:float|None=None,  # MFU against the measured peak
+    datasheet:float|None=None, # MFU against the datasheet peak
+)->str:                        # '' when neither is known
+    "'MFU 41.0% of datasheet peak (55.2% of measured)' where the device is known, else 'MFU 8.3% of measured peak'"
+    if datasheet is not None:
+        return f"MFU {_pct(datasheet)} of datasheet peak" + ('' if measured is None else f" ({_pct(measured)} of measured)")
+    return '' if measured is None else f"MFU {_pct(measured)} of measured peak"
+
 class Throughput:
     "Examples per second and model FLOPs utilisation of a training run, from the rows and padded lengths of its steps"
     def __init__(self,
-        dims:dict|None=None,   # `model_dims` of the encoder (None: examples/s only)
-        peak:float|None=None,  # peak FLOP/s of all the devices the run uses together (None: no MFU)
+        dims:dict|None=None,        # `model_dims` of the encoder (None: examples/s only)
+        peak:float|None=None,       # measured peak FLOP/s of all the devices the run uses together (None: no measured MFU)
+        datasheet:float|None=None,  # their datasheet peak FLOP/s together, from `datasheet_peak` (None: no datasheet MFU)
     ):
-        self.dims, self.peak = dims, peak
+        self.dims, self.peak, self.datasheet = dims, peak, datasheet
         self.reset()
     def reset(self):
         "Start counting again from now"
@@ -99,11 +150,13 @@ class Throughput:
         if flops is not None: self.flops += flops
         elif self.dims: self.flops += train_flops(self.dims, rows * texts * seq, seq)
         return self
-    def summary(self, seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu (None without dims or peak)
+    def summary(self, seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu, mfu_datasheet (None where unknown)
         "Rates over `seconds` (default: the time since the last reset)"
         s = max(seconds if seconds is not None else time.perf_counter() - self.t0, 1e-9)
         fps = self.flops / s if self.dims or self.flops else None
-        return dict(examples_per_s=self.rows / s, flops_per_s=fps, mfu=fps / self.peak if fps is not None and self.peak else None)
+        util = lambda peak: fps / peak if fps is not None and peak else None
+        return dict(examples_per_s=self.rows / s, flops_per_s=fps, mfu=util(self.peak), mfu_datasheet=util(self.datasheet))
     def __str__(self):
         d = self.summary()
-        return f"{d['examples_per_s']:,.1f} ex/s" + (f", MFU {d['mfu']:.1%}" if d['mfu'] is not None else '')
+        m = mfu_text(d['mfu'], d['mfu_datasheet'])
+        return f"{d['examples_per_s']:,.1f} ex/s" + (f", {m}" if m else '')

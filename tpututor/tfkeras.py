@@ -14,7 +14,7 @@ from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, fe
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
-from .meter import Throughput, model_dims, train_flops
+from .meter import Throughput, model_dims, train_flops, datasheet_peak
 from .backend import EpochLoop
 from .rundir import atomic_write, RunDirError
 
@@ -269,8 +269,9 @@ def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, ste
             self.bar.close()
             secs, compiles = time.perf_counter() - self.t0, _traces(model.train_tf_function) - self.traces
             val, eval_compiles = validate()
-            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, meter.summary(secs)['mfu'],
-                                                      compiles, val, eval_compiles)
+            s = meter.summary(secs)
+            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], compiles, val, eval_compiles,
+                                                      mfu_datasheet=s['mfu_datasheet'])
     model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, callbacks=[Epochs()])
     return int(model.optimizer.iterations.numpy())
 
@@ -340,11 +341,20 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
         bar.close()
         secs, compiles = time.perf_counter() - t0, _traces(train_1, train_n) - traces
         val, eval_compiles = validate()
-        loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs, steps * batch, meter.summary(secs)['mfu'],
-                       compiles, val, eval_compiles)
+        s = meter.summary(secs)
+        loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs, steps * batch, s['mfu'], compiles, val, eval_compiles,
+                       mfu_datasheet=s['mfu_datasheet'])
     return int(opt.iterations.numpy())
 
 # %% ../nbs/08a_tf.ipynb #48302ad3
+def _tf_kind(strategy)->str|None: # e.g. 'NVIDIA A100-SXM4-40GB'; None where the replicas are not GPUs
+    "The name of the GPU the replicas of `strategy` run on, for `datasheet_peak`"
+    tf = import_tf()
+    try: first = strategy.extended.worker_devices[0]
+    except RuntimeError: first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name   # the default strategy
+    if tf.DeviceSpec.from_string(first).device_type != 'GPU': return None
+    return tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name')
+
 def _check_loop(loop:str):
     if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
 
@@ -359,7 +369,7 @@ def fit_model(
     loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the hand-written loop)
     verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
-    mfu:bool=True,       # report model FLOPs utilisation against the replicas' measured peak (measured once, cached)
+    mfu:bool=True,       # report model FLOPs utilisation against the replicas' measured peak (measured once, cached) and their datasheet peak
 )->tuple:                # (model, `History`)
     "Build (or take) a model for `cfg` and train it with Keras `fit` or the custom loop"
     _check_loop(loop)
@@ -378,10 +388,11 @@ def fit_model(
     ds, steps = train_dataset(cfg, train, y, batch, input_fields(enc))
     peak = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
     dims = model_dims(enc.config)
-    meter = Throughput(dims, peak)
+    sheet = datasheet_peak(_tf_kind(strategy), cfg.precision) if mfu else None   # None on a CPU (and a TPU: TensorFlow names no TPU kind)
+    meter = Throughput(dims, peak, sheet and sheet * reps)
     step_flops = batch * _row_flops(cfg, train, dims) / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
     epochs = EpochLoop(cfg, model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch,
-                       steps_per_epoch=steps, train_rows=n, peak_flops=peak)
+                       steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
         if valid is None: return None, 0
         predictor = scorer(model) if cfg.spec.head == 'scores' else model   # the model `predict` predicts with

@@ -19,8 +19,8 @@ from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_
 from .tasks import Task
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .xla import CompileWatcher, compiles_during, spmd_mesh, shard_batch, peak_flops
-from .meter import Throughput, model_dims
+from .xla import CompileWatcher, compiles_during, spmd_mesh, shard_batch, peak_flops, device_kind
+from .meter import Throughput, model_dims, datasheet_peak
 from .rundir import atomic_write, write_json, read_json
 from .backend import EpochLoop, History
 
@@ -408,10 +408,11 @@ def fit_model(
     step = iter(range(total))
     lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
     pf = peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
-    meter = Throughput(model_dims(model.encoder.config), pf)
+    sheet = datasheet_peak(device_kind(), cfg.precision) if mfu else None   # None on a CPU or an unknown device
+    meter = Throughput(model_dims(model.encoder.config), pf, sheet and sheet * reps)
     loop = EpochLoop(cfg, snapshot=lambda: {k: v.detach().cpu() for k, v in model.state_dict().items()},
                      restore=model.load_state_dict, verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=pf, recompiles=[])
+                     steps_per_epoch=steps, train_rows=n, peak_flops=pf, datasheet_peak_flops=sheet and sheet * reps, recompiles=[])
     model.train()
     for epoch in loop:
         w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}')
@@ -427,8 +428,9 @@ def fit_model(
         if valid is not None:
             with compiles_during() as c: vl = evaluate(cfg, model, valid, y_valid, mesh)
             ev = c.n
-        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=meter.summary(secs)['mfu'], compiles=w.compiles,
-                       val_loss=vl, eval_compiles=ev)
+        s = meter.summary(secs)
+        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles,
+                       val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
     return model, loop.finish()
 
 # %% ../nbs/10_torchxla.ipynb #d4436d69
