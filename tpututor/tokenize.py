@@ -7,6 +7,8 @@ Docs: https://tpututor.github.io/tpututor/tokenize.html.md"""
 # %% ../nbs/06_tokenize.ipynb #46d12eda
 from __future__ import annotations
 import itertools, os, tempfile
+from contextlib import contextmanager
+from operator import attrgetter
 from dataclasses import dataclass, fields
 from pathlib import Path
 import numpy as np
@@ -80,9 +82,36 @@ def _pad_id(tok)->int:
         if tok.token_to_id(t) is not None: return tok.token_to_id(t)
     return 0
 
-def _to_block(rows, lens, mask, fill)->np.ndarray:
-    "Scatter variable-length int lists `rows` into a padded int32 block under `mask`"
-    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32, count=int(lens.sum()))
+_LOADED = {}   # (tokenizer.json, its mtime) -> Tokenizer: a k-fold run reads each tokenizer file once
+
+def _tokenizer(tok):
+    "The `tokenizers.Tokenizer` to encode with: the object itself when given one (no copy), else loaded once per file"
+    from tokenizers import Tokenizer
+    if isinstance(tok, Tokenizer): return tok
+    if hasattr(tok, 'backend_tokenizer'): return tok.backend_tokenizer
+    if isinstance(tok, (str, Path)):
+        from tpututor.models import resolve_model
+        f = Path(resolve_model(tok)) / 'tokenizer.json'
+        if f.exists():
+            key = (str(f.resolve()), f.stat().st_mtime_ns)
+            if key not in _LOADED: _LOADED.clear(); _LOADED[key] = Tokenizer.from_file(str(f))
+            return _LOADED[key]
+    return load_tokenizer(tok)
+
+@contextmanager
+def _settings_kept(tok):
+    "Lend `tok` to one call and put its truncation and padding back afterwards (cheaper than copying a vocabulary)"
+    trunc, pad = tok.truncation, tok.padding
+    try: yield tok
+    finally:
+        if trunc is None: tok.no_truncation()
+        else: tok.enable_truncation(**trunc)
+        if pad is None: tok.no_padding()
+        else: tok.enable_padding(**pad)
+
+def _to_block(encs, field, lens, mask, fill)->np.ndarray:
+    "Scatter the variable-length `field` lists ('ids', 'type_ids') of `encs` into a padded int32 block under `mask`"
+    flat = np.fromiter(itertools.chain.from_iterable(map(attrgetter(field), encs)), dtype=np.int32, count=int(lens.sum()))
     out = np.full(mask.shape, fill, dtype=np.int32)
     out[mask] = flat
     return out
@@ -95,7 +124,7 @@ def encode(
     token_type_ids:bool|None=None, # return segment ids (default: only for pairs)
 )->Encoded:
     "Tokenize `texts` (and `pairs`) to fixed-length int32 arrays, batched in Rust"
-    tok = load_tokenizer(tokenizer)
+    tok = _tokenizer(tokenizer)
     texts = _as_texts(texts)
     if pairs is not None:
         pairs = _as_texts(pairs, 'pairs')
@@ -106,15 +135,15 @@ def encode(
         raise ValueError(f"max_len={max_len} is too small: the special tokens alone take {special}, "
                          f"leaving no room for text. Use max_len >= {need} (in practice a multiple of 8, e.g. 128).")
     pad = _pad_id(tok)
-    tok.no_padding()
-    tok.enable_truncation(max_length=max_len, strategy='longest_first')
-    encs = tok.encode_batch_fast(list(zip(texts, pairs)) if pairs is not None else texts)
-    ids = [e.ids for e in encs]
-    lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    with _settings_kept(tok):
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_len, strategy='longest_first')
+        encs = tok.encode_batch_fast(list(zip(texts, pairs)) if pairs is not None else texts)
+    lens = np.fromiter(map(len, encs), dtype=np.int64, count=len(encs))   # unpadded: the real (truncated) length
     mask = np.arange(max_len)[None, :] < lens[:, None]
     want_types = pairs is not None if token_type_ids is None else token_type_ids
-    return Encoded(_to_block(ids, lens, mask, pad), mask.astype(np.int32),
-                   _to_block([e.type_ids for e in encs], lens, mask, 0) if want_types else None)
+    return Encoded(_to_block(encs, 'ids', lens, mask, pad), mask.astype(np.int32),
+                   _to_block(encs, 'type_ids', lens, mask, 0) if want_types else None)
 
 # %% ../nbs/06_tokenize.ipynb #3c069750
 def choose_buckets(
