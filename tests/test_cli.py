@@ -133,3 +133,26 @@ def test_corrupted_run_and_checkpoint(data, tmp_path):
     (out/'run.json').write_text('{"config": ')
     code, _, stderr = tpututor(*args)
     assert code == 2 and 'run.json is corrupted' in stderr, stderr[-2000:]
+
+def test_cache_command(tmp_path):
+    "`tpututor cache` lists each framework's folder with its size; --clear empties one framework's or all"
+    cc = tmp_path/'cc'
+    for fw, n in (('jax', 2 << 20), ('torch_xla', 1 << 20)):
+        (cc/fw/'sub').mkdir(parents=True); (cc/fw/'sub'/'prog').write_bytes(b'x' * n)
+    code, out, err = tpututor('cache', '--compile-cache', cc)
+    assert code == 0, err
+    assert [l.split()[:4] for l in out.splitlines()[1:]] == [['jax', '1', 'files', '2.0'], ['torch_xla', '1', 'files', '1.0'],
+                                                              ['total', '2', 'files', '3.0']], out
+    code, out, err = tpututor('cache', '--compile-cache', cc, '--clear', 'torch_xla')
+    assert code == 0 and 'cleared 1.0 MB' in out and sorted(p.name for p in cc.iterdir()) == ['jax'], (out, err)
+    code, out, err = tpututor('cache', '--compile-cache', cc, '--clear')
+    assert code == 0 and 'cleared 2.0 MB' in out and list(cc.iterdir()) == [], (out, err)
+    code, out, err = tpututor('cache', '--compile-cache', 'off')
+    assert code == 0 and 'compile cache: off' in out, (out, err)
+    code, out, err = tpututor('cache', '--compile-cache', cc, '--clear', '../etc')
+    assert code == 2 and "framework='../etc'" in err and 'Traceback' not in err, err
+
+def test_compile_cache_off_trains(data, tmp_path):
+    "--compile-cache off is accepted by train (the bag-of-tokens baseline compiles nothing; keras: bench/bench_cache.py)"
+    code, out, err = tpututor('train', '--data', data/'train.csv', '--backend', 'bow', '--folds', 2, '--compile-cache', 'off', '--out', tmp_path/'r')
+    assert code == 0, err[-2000:]

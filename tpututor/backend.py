@@ -20,7 +20,7 @@ __all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'progress_mode', 'progress', 'ep
            'BowBackend']
 
 # %% ../nbs/07d_backend.ipynb #25868335
-EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'eval_compiles')
+EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'cache_hits', 'eval_compiles')
 
 @dataclass
 class History:
@@ -101,8 +101,10 @@ def epoch_line(rec:dict, epochs:int)->str:
     mfu = mfu_text(rec['mfu'], rec.get('mfu_datasheet'))
     mfu = f', {mfu}' if mfu else ''
     ev = f" (+{rec['eval_compiles']} evaluating)" if rec['val_loss'] is not None else ''
+    hits = rec.get('cache_hits') or 0   # compiles loaded from the persistent compile cache instead of built
+    cc = f" ({hits} from cache)" if hits else ''
     return (f"epoch {rec['epoch']}/{epochs}: loss {rec['loss']:.4f}{v}, {rec['seconds']:.1f}s, "
-            f"{rec['examples_per_s']:,.1f} examples/s{mfu}, {rec['compiles']} compiles{ev}")
+            f"{rec['examples_per_s']:,.1f} examples/s{mfu}, {rec['compiles']} compiles{cc}{ev}")
 
 class EpochLoop:
     "The epochs of one fit: the epoch line, the best weights, early stopping; the same in every backend"
@@ -135,13 +137,14 @@ class EpochLoop:
         val_loss:float|None=None,# validation loss (None: no validation)
         eval_compiles:int=0,     # graphs compiled while validating
         mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
+        cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.meter.compile_cache_dir`)
     )->bool:                     # True when training should stop
         "Record the epoch, print its line, keep the best weights, decide on early stopping"
         h = self.history
         rec = dict(epoch=len(h.records) + 1, loss=float(loss), val_loss=None if val_loss is None else float(val_loss),
                    seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9), mfu=None if mfu is None else float(mfu),
                    mfu_datasheet=None if mfu_datasheet is None else float(mfu_datasheet),
-                   compiles=int(compiles), eval_compiles=int(eval_compiles))
+                   compiles=int(compiles), cache_hits=int(cache_hits), eval_compiles=int(eval_compiles))
         h.records.append(rec)
         if rec['val_loss'] is not None:
             if rec['val_loss'] < self.best:

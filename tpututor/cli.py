@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/cli.html.md"""
 
 # %% ../nbs/12_cli.ipynb #ec69a8ea
 from __future__ import annotations
-import argparse, dataclasses, sys, time
+import argparse, dataclasses, os, sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -16,12 +16,12 @@ from .backend import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
 from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds
 from .tokenize import encode
-from .meter import mfu_text
+from .meter import mfu_text, compile_cache_dir, compile_cache_report, clear_compile_cache
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser',
            'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend',
-           'train', 'print_summary', 'predict', 'main']
+           'train', 'print_summary', 'predict', 'main', 'cache']
 
 # %% ../nbs/12_cli.ipynb #58805425
 DEFAULT_BACKEND = 'xla'   # measured: see DEFAULT_BACKEND_WHY
@@ -90,6 +90,8 @@ def parser()->argparse.ArgumentParser:
     r.add_argument('--num-processes', type=int, metavar='N', help='keras, many hosts: how many processes (hosts) join')
     r.add_argument('--process-id', type=int, metavar='I', help="keras, many hosts: this process's index, 0 to N-1; process 0 writes the run directory")
     r.add_argument('--heartbeat', type=int, default=100, metavar='S', help='keras, many hosts: seconds after a host stops before the others stop too (default: 100)')
+    r.add_argument('--compile-cache', metavar='DIR|off', help='folder that keeps compiled programs for the next run, one subfolder per '
+                   "framework; 'off': compile every run (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache; see tpututor cache)")
     r.add_argument('--folds', type=int, default=5, help='number of folds (default: 5)')
     r.add_argument('--fold-kind', choices=FOLD_KINDS, default='auto', help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
     config_options(t.add_argument_group('training (every field of TrainConfig)'))
@@ -105,6 +107,12 @@ def parser()->argparse.ArgumentParser:
     pr.add_argument('--sample-submission', metavar='CSV', help="sample submission whose columns shape the output")
     pr.add_argument('--output', help='CSV to write (default: RUN/predict.csv)')
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
+    ca = sub.add_parser('cache', help='list or clear the compiled programs kept between runs',
+        description='The folders where JAX and torch_xla keep compiled programs, so that a rerun or a resumed run compiles nothing new.')
+    ca.add_argument('--clear', nargs='?', const='all', metavar='FRAMEWORK', help="delete the programs of FRAMEWORK (e.g. jax, torch_xla), or of all "
+                    "with no name: after upgrading a framework, when the disk is short, or to time a cold compile")
+    ca.add_argument('--compile-cache', metavar='DIR', help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
+    ca.add_argument('--debug', action='store_true', help='show Python tracebacks')
     return p
 
 # %% ../nbs/12_cli.ipynb #6f67d067
@@ -207,6 +215,7 @@ def start_backend(args): # the backend named by --backend, its devices started
 def train(args)->dict:
     "Run `tpututor train` with parsed `args`; returns the summary"
     t0 = time.time()
+    if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache   # every framework's cache reads it
     embedded = not args.data
     if args.data:
         df = read_csv(args.data)
@@ -323,9 +332,29 @@ def main(argv=None)->int:
     args = parser().parse_args(argv)
     try:
         if args.command == 'train': train(args)
+        elif args.command == 'cache': cache(args)
         else: predict(args)
     except USER_ERRORS as e:
         if args.debug: raise
         print(f"tpututor {args.command}: error: {e}", file=sys.stderr)
         return 2
     return 0
+
+# %% ../nbs/12_cli.ipynb #9752b4d9
+def _mb(b:int)->str: return f'{b / 2**20:,.1f} MB'
+
+def cache(args)->list: # the folders listed (after clearing, when --clear was given)
+    "Run `tpututor cache`: list the compile cache's folders with their sizes, or clear them"
+    if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache
+    root = compile_cache_dir('jax')
+    if root is None:
+        print("compile cache: off (TPUTUTOR_COMPILE_CACHE is 'off'): every run compiles its programs afresh"); return []
+    root = root.parent
+    if args.clear:
+        fw = None if args.clear == 'all' else args.clear
+        print(f"cleared {_mb(clear_compile_cache(fw))} of compiled programs ({fw or 'every framework'}) from {root}")
+    rows = compile_cache_report()
+    print(f"compile cache: {root}" + ('' if rows else ' (empty)'))
+    for r in rows: print(f"  {r['framework']:12} {r['files']:6,} files  {_mb(r['bytes']):>12}  {r['path']}")
+    if rows: print(f"  {'total':12} {sum(r['files'] for r in rows):6,} files  {_mb(sum(r['bytes'] for r in rows)):>12}")
+    return rows

@@ -11,8 +11,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'VirtualDevicesError', 'virtual_jax',
-           'describe_jax', 'count_compiles', 'main_process', 'init_multihost', 'gather', 'agree', 'local_rows',
-           'peak_flops']
+           'describe_jax', 'count_compiles', 'count_cache_hits', 'use_compile_cache', 'main_process', 'init_multihost',
+           'gather', 'agree', 'local_rows', 'peak_flops']
 
 # %% ../nbs/03a_jax.ipynb #fe9cbe2a
 _TF_MODULES = ('tensorflow', 'tensorflow_text')
@@ -103,6 +103,50 @@ def count_compiles()->int: # XLA compiles JAX has made in this process since the
     if not getattr(count_compiles, '_on', False):
         jax.monitoring.register_event_duration_secs_listener(_on_event); count_compiles._on = True
     return _COMPILES[0]
+
+# %% ../nbs/03a_jax.ipynb #ed8cc3f6
+_HIT_EVENT = '/jax/compilation_cache/cache_hits'
+_HITS = [0]
+
+def _on_hit(event, **kw):
+    if event == _HIT_EVENT: _HITS[0] += 1
+
+def count_cache_hits()->int: # programs JAX has loaded from the persistent compilation cache in this process since the first call
+    "How many of the programs `count_compiles` counts were loaded from the compile cache instead of compiled"
+    import jax.monitoring
+    if not getattr(count_cache_hits, '_on', False):
+        jax.monitoring.register_event_listener(_on_hit); count_cache_hits._on = True
+    return _HITS[0]
+
+_MAX_CACHE_BYTES = 4 << 30   # the least recently used programs are deleted past this size (where `filelock` is installed)
+
+def use_compile_cache(
+    path=None,   # the folder for JAX's programs (default: `tpututor.meter.compile_cache_dir('jax')`); 'off': leave caching as it is
+):               # the folder in use, or None when caching is off
+    "Keep every program JAX compiles in `path`, and load it from there in a later process (call before the first compile)"
+    from pathlib import Path
+    from tpututor.meter import compile_cache_dir, _OFF
+    if path is None: path = compile_cache_dir('jax')
+    elif str(path).strip().lower() in _OFF: path = None
+    if path is None: return None
+    path = Path(path).expanduser().resolve()
+    try: path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        import warnings; warnings.warn(f"compile cache {path} cannot be created ({e}): every run compiles again; "
+                                       "name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'"); return None
+    import jax
+    count_cache_hits()   # listen from now on
+    if jax.config.jax_compilation_cache_dir != str(path):
+        jax.config.update('jax_compilation_cache_dir', str(path))
+        jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)   # every program, however quick to compile
+        jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)   # however small
+        try:
+            import filelock   # noqa: F401  JAX needs it to keep the folder under a size
+            if jax.config.jax_compilation_cache_max_size == -1: jax.config.update('jax_compilation_cache_max_size', _MAX_CACHE_BYTES)
+        except ImportError: pass
+        from jax._src import compilation_cache
+        compilation_cache.reset_cache()   # a cache checked earlier in this process is looked up again, in the new folder
+    return path
 
 # %% ../nbs/03a_jax.ipynb #b0479d06
 def main_process()->bool: # True in process 0 of a multi-host run, and in every single-process run

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
-from .jaxdev import import_keras, keep_tf_out, count_compiles, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
+from .jaxdev import import_keras, keep_tf_out, count_compiles, count_cache_hits, use_compile_cache, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
@@ -226,6 +226,7 @@ def describe()->str: # e.g. 'JAX, 8 devices (cpu)' or 'Keras on torch, 1 device'
     return f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})"
 
 def _compiles()->int: return count_compiles() if on_jax() else 0   # only JAX reports its compiles
+def _hits()->int: return count_cache_hits() if on_jax() else 0     # ... and loads from its compile cache
 
 def _weights(model)->list: return [_local(v.value) for v in model.weights]
 def _set_weights(model, arrays):
@@ -336,7 +337,7 @@ def fit_model(
             self.w = CompileWatcher(warmup=(1 if cfg.buckets == 0 else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}',
                                     counter=_compiles).start()
             if watchers is not None: watchers.append(self.w)
-            meter.reset(); self.bar = loop.bar(steps, epoch + 1)
+            meter.reset(); self.bar = loop.bar(steps, epoch + 1); self.hits = _hits()
         def on_train_batch_end(self, i, logs=None):
             k, m = i + 1, float(logs['loss'])
             chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
@@ -346,13 +347,13 @@ def fit_model(
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs=None):
-            self.bar.close(); self.w.stop()
+            self.bar.close(); self.w.stop(); hits = _hits() - self.hits
             secs = time.perf_counter() - self.t0
             loop.history.info['recompiles'].append(self.w.recompiles)
             val, eval_compiles = validate()
             s = meter.summary(secs)
             self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, eval_compiles,
-                                                      mfu_datasheet=s['mfu_datasheet'])
+                                                      mfu_datasheet=s['mfu_datasheet'], cache_hits=hits)
     model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[Epochs()])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
@@ -394,13 +395,16 @@ class KerasBackend:
     name = 'keras'
     def __init__(self,
                  devices=None,        # JAX devices to train on (default: all, over every process of a multi-host run)
-                 verbose:bool=True):  # progress bar and a line per epoch
-        self.devices, self.verbose = devices, verbose
+                 verbose:bool=True,   # progress bar and a line per epoch
+                 compile_cache=None): # folder for JAX's compiled programs (default: `compile_cache_dir('jax')`, from $TPUTUTOR_COMPILE_CACHE); 'off': none
+        self.devices, self.verbose, self.compile_cache = devices, verbose, compile_cache
         self._dist = 0   # not made yet
 
     @property
     def distribution(self):
-        if self._dist == 0: self._dist = data_parallel(self.devices) if on_jax() else None
+        if self._dist == 0:   # first use: the compile cache before the first compile, then the distribution
+            if on_jax(): use_compile_cache(self.compile_cache)
+            self._dist = data_parallel(self.devices) if on_jax() else None
         return self._dist
 
     def replicas(self)->int:

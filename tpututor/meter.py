@@ -10,8 +10,8 @@ import json, os, platform, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['GPU_SPECS', 'model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'datasheet_peak',
-           'mfu_text', 'Throughput']
+__all__ = ['GPU_SPECS', 'model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'compile_cache_dir',
+           'compile_cache_report', 'clear_compile_cache', 'datasheet_peak', 'mfu_text', 'Throughput']
 
 # %% ../nbs/07c_meter.ipynb #8c1e6980
 def model_dims(
@@ -75,6 +75,49 @@ def host_name()->str: # the CPU model and core count, a cache key for CPU figure
     try: cpu = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
     except (OSError, StopIteration): pass
     return f'{cpu} x{os.cpu_count()}'
+
+# %% ../nbs/07c_meter.ipynb #b863de92
+_OFF = ('off', '0', 'none', 'false', 'no')
+
+def _compile_root()->Path|None: # the folder holding every framework's compile cache; None: caching is off
+    v = os.environ.get('TPUTUTOR_COMPILE_CACHE', '').strip()
+    if v.lower() in _OFF and v: return None
+    return Path(v).expanduser() if v else cache_dir() / 'compile'
+
+def compile_cache_dir(
+    framework:str, # 'jax', 'torch_xla' or 'tensorflow': one folder each
+)->Path|None:      # the folder (not created here), or None when `$TPUTUTOR_COMPILE_CACHE` is 'off'
+    "Where `framework` keeps compiled programs: `$TPUTUTOR_COMPILE_CACHE/<framework>`, else `compile/<framework>` in the user cache"
+    if not framework or not isinstance(framework, str) or '/' in framework or framework.startswith('.'):
+        raise ValueError(f"framework={framework!r}: give a framework name such as 'jax' or 'torch_xla'")
+    root = _compile_root()
+    return None if root is None else root / framework
+
+def _size(d:Path)->tuple: # (files, bytes) under `d`
+    files = [f for f in d.rglob('*') if f.is_file()] if d.is_dir() else []
+    return len(files), sum(f.stat().st_size for f in files)
+
+def compile_cache_report()->list: # one dict per framework folder: framework, path, files, bytes
+    "The compile cache's folders with their sizes ([] when caching is off or nothing was cached yet)"
+    root = _compile_root()
+    if root is None or not root.is_dir(): return []
+    return [dict(framework=d.name, path=str(d), files=(s := _size(d))[0], bytes=s[1]) for d in sorted(root.iterdir()) if d.is_dir()]
+
+def clear_compile_cache(
+    framework:str|None=None, # one framework's folder ('jax', 'torch_xla', ...); None: every framework's
+)->int:                      # bytes freed
+    "Delete compiled programs kept on disk; the next run compiles them again (results do not change)"
+    import shutil
+    if framework: compile_cache_dir(framework)   # checks the name
+    root = _compile_root()
+    if root is None: return 0
+    dirs = [root / framework] if framework else [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+    freed = 0
+    for d in dirs:
+        if not d.is_dir(): continue
+        freed += _size(d)[1]
+        shutil.rmtree(d)
+    return freed
 
 # %% ../nbs/07c_meter.ipynb #5c608ed1
 GPU_SPECS = [   # NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins

@@ -209,22 +209,34 @@ def _predict_arrays(model, data:Inputs, batch:int, buckets:int=0)->np.ndarray:
     return res
 
 # %% ../nbs/08a_tf.ipynb #f699d1f1
+_TF_CLASSES = {}   # subclasses of TensorFlow's classes, each made once per process
+
+def _tf_class(name:str, make): # the class `make(tf)` returned the first time `name` was asked for
+    """A subclass of a TensorFlow class, made on first use (importing tpututor imports no framework) and then
+    reused: TensorFlow keeps every class it has seen for good, so a class made per call would pile up"""
+    if name not in _TF_CLASSES: _TF_CLASSES[name] = make(import_tf())
+    return _TF_CLASSES[name]
+
 def lr_schedule(
     peak:float,        # peak learning rate
     total:int,         # optimizer steps of the run
     warmup:float=0.1,  # fraction of steps warming up
 ):                     # a `tf.keras.optimizers.schedules.LearningRateSchedule`
     "`lr_at` as a Keras schedule: linear warm-up to `peak`, then linear decay to 0"
-    tf = import_tf()
-    w = int(total * warmup)
+    return _tf_class('WarmupLinear', _warmup_linear)(peak, total, warmup)
+
+def _warmup_linear(tf):
     class WarmupLinear(tf.keras.optimizers.schedules.LearningRateSchedule):
+        "Linear warm-up to `peak` over a `warmup` fraction of `total` steps, then linear decay to 0"
+        def __init__(self, peak, total, warmup): self.peak, self.total, self.warmup = peak, total, warmup
         def __call__(self, step):
+            peak, total, w = self.peak, self.total, int(self.total * self.warmup)
             s = tf.cast(step, tf.float32)
             up = peak * (s + 1.0) / max(w, 1)
             down = peak * tf.maximum(0.0, (total - s) / max(1, total - w))
             return tf.where(s < w, up, down)
-        def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
-    return WarmupLinear()
+        def get_config(self): return dict(peak=self.peak, total=self.total, warmup=self.warmup)
+    return WarmupLinear
 
 def make_optimizer(
     cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip
@@ -245,34 +257,42 @@ def _traces(*fns)->int: # traces so far, summed over `fns` (0 for what is not, o
     "How many times the `tf.function`s `fns` have been traced"
     return sum(f.experimental_get_tracing_count() for f in fns if hasattr(f, 'experimental_get_tracing_count'))
 
+def _epoch_feed(tf):
+    class EpochFeed(tf.keras.callbacks.Callback):
+        """Feeds the steps and epochs of Keras `fit` to an `EpochLoop`. Its state is on the instance, never in a
+        closure: TensorFlow keeps the class for good (see `_tf_class`), and a closure over the model would keep it too"""
+        def __init__(self, loop, meter, steps, batch, step_flops, validate):
+            super().__init__()
+            self.loop, self.meter, self.steps, self.batch, self.step_flops, self.validate = loop, meter, steps, batch, step_flops, validate
+        def on_epoch_begin(self, epoch, logs=None):
+            self.k, self.m, self.t0, self.traces = 0, 0.0, time.perf_counter(), _traces(self.model.train_tf_function)
+            self.meter.reset(); self.bar = self.loop.bar(self.steps, epoch + 1)
+        def on_train_batch_end(self, i, logs=None):
+            k, m, n = i + 1, float(logs['loss']), i + 1 - self.k
+            chunk = (k * m - self.k * self.m) / n   # mean loss of the steps since the last call
+            self.loop.history.step_loss.extend([chunk] * n)
+            self.bar.update(n); self.meter.add(n * self.batch, flops=n * self.step_flops)
+            self.bar.set_postfix_str(f'loss {chunk:.4f}, {self.meter}', refresh=False)
+            self.k, self.m = k, m
+        def on_epoch_end(self, epoch, logs=None):
+            self.bar.close()
+            secs, compiles = time.perf_counter() - self.t0, _traces(self.model.train_tf_function) - self.traces
+            val, eval_compiles = self.validate()
+            s = self.meter.summary(secs)
+            self.model.stop_training = self.loop.end_epoch(logs['loss'], secs, self.steps * self.batch, s['mfu'], compiles, val,
+                                                           eval_compiles, mfu_datasheet=s['mfu_datasheet'])
+    return EpochFeed
+
 def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
     "Train `model` with Keras `fit`; one callback feeds each epoch to `loop`"
-    tf = import_tf()
     strategy = model.distribute_strategy
     spe = check_steps_per_execution(min(cfg.steps_per_execution, steps), strategy)
     with strategy.scope():
         model.compile(optimizer=make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy)), loss=per_example_loss(cfg),
                       steps_per_execution=spe)
         model.optimizer.build(model.trainable_variables)   # slots now, so the train step is traced once, not twice
-    class Epochs(tf.keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.k, self.m, self.t0, self.traces = 0, 0.0, time.perf_counter(), _traces(model.train_tf_function)
-            meter.reset(); self.bar = loop.bar(steps, epoch + 1)
-        def on_train_batch_end(self, i, logs=None):
-            k, m = i + 1, float(logs['loss'])
-            chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
-            loop.history.step_loss.extend([chunk] * (k - self.k))
-            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=(k - self.k) * step_flops)
-            self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
-            self.k, self.m = k, m
-        def on_epoch_end(self, epoch, logs=None):
-            self.bar.close()
-            secs, compiles = time.perf_counter() - self.t0, _traces(model.train_tf_function) - self.traces
-            val, eval_compiles = validate()
-            s = meter.summary(secs)
-            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], compiles, val, eval_compiles,
-                                                      mfu_datasheet=s['mfu_datasheet'])
-    model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, callbacks=[Epochs()])
+    feed = _tf_class('EpochFeed', _epoch_feed)(loop, meter, steps, batch, step_flops, validate)
+    model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, callbacks=[feed])
     return int(model.optimizer.iterations.numpy())
 
 # %% ../nbs/08a_tf.ipynb #21c39da4

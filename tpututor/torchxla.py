@@ -19,8 +19,9 @@ from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_
 from .tasks import Task
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
-from .xla import CompileWatcher, compiles_during, spmd_mesh, shard_batch, peak_flops, device_kind
-from .meter import Throughput, model_dims, datasheet_peak
+from .xla import (CompileWatcher, compiles_during, count_compiles, count_cache_hits, use_compile_cache, compile_cache_status,
+                  spmd_mesh, shard_batch, peak_flops, device_kind)
+from .meter import Throughput, model_dims, datasheet_peak, compile_cache_dir
 from .rundir import atomic_write, write_json, read_json
 from .backend import EpochLoop, History
 
@@ -372,6 +373,10 @@ def _epoch(
     if bar is not None: bar.close()
     return [l.item() for l in losses]
 
+def _graphs()->int: # graphs this process compiled or loaded from the persistent compile cache
+    "What the first run of a new graph costs: a compile, or a load from the compile cache"
+    return count_compiles() + count_cache_hits()
+
 def _step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
 
 def fit_model(
@@ -415,21 +420,20 @@ def fit_model(
                      steps_per_epoch=steps, train_rows=n, peak_flops=pf, datasheet_peak_flops=sheet and sheet * reps, recompiles=[])
     model.train()
     for epoch in loop:
-        w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}')
+        w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}', counter=_graphs)
         if watchers is not None: watchers.append(w)
         loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
-        meter.reset(); t0 = time.perf_counter()
+        meter.reset(); t0, hits = time.perf_counter(), count_cache_hits()
         losses = _epoch(model, opt, cfg, (to_device(b, mesh) for b in loader), lr, w,
                         loop.bar(len(loader), epoch) if verbose else None, meter)
-        secs = time.perf_counter() - t0
+        secs, hits = time.perf_counter() - t0, count_cache_hits() - hits
         loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         vl, ev = None, 0
         if valid is not None:
-            with compiles_during() as c: vl = evaluate(cfg, model, valid, y_valid, mesh)
-            ev = c.n
+            ev = _graphs(); vl = evaluate(cfg, model, valid, y_valid, mesh); ev = _graphs() - ev
         s = meter.summary(secs)
-        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles,
+        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
                        val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
     return model, loop.finish()
 
@@ -440,9 +444,12 @@ class XlaBackend:
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
         verbose:bool=True,  # progress bar and one line per epoch
+        compile_cache=None, # folder keeping compiled graphs for later runs (default: `compile_cache_dir('torch_xla')`); 'off': none
     ):
         self.spmd, self.verbose, self._mesh = spmd, verbose, None
         self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
+        self.compile_cache = use_compile_cache(compile_cache)   # before anything compiles; None where it cannot help
+        self.compile_cache_why = compile_cache_status()['why']   # why it is None ('on the CPU runtime ...'); None when on
 
     @property
     def mesh(self): # the SPMD mesh (None on one device)
@@ -482,9 +489,11 @@ def fit_per_core(
     train:Inputs,       # training rows (every process gets all of them; the sampler picks its share)
     y_train,            # targets (None for ranking)
     out_dir:str,        # core 0 writes model.safetensors and history.json here
+    compile_cache:str|None=None, # folder whose subfolder process<index> keeps this process's compiled graphs (None: none)
 ):
     "The per-core training program for `torch_xla.launch`: DistributedSampler + MpDeviceLoader + all-reduced gradients"
     tx = import_xla()
+    use_compile_cache(Path(compile_cache) / f'process{index}' if compile_cache else 'off')   # one folder per process
     import torch_xla.runtime as xr, torch_xla.core.xla_model as xm, torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
     dev = tx.device()                                  # the first touch of the device: in the child
@@ -503,7 +512,8 @@ def fit_per_core(
     model.train()
     for epoch in loop:
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
-        w, t0 = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}'), time.perf_counter()
+        w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=_graphs)
+        t0, hits = time.perf_counter(), count_cache_hits()
         losses = _epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w,
                         reduce=xm.reduce_gradients)    # average the gradients over all cores
         secs = time.perf_counter() - t0
@@ -511,7 +521,7 @@ def fit_per_core(
         loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
         loss = float(xm.mesh_reduce('loss', float(np.mean(losses)), np.mean))
-        loop.end_epoch(loss, secs, len(losses) * cfg.batch_size * world, compiles=w.compiles)
+        loop.end_epoch(loss, secs, len(losses) * cfg.batch_size * world, compiles=w.compiles, cache_hits=count_cache_hits() - hits)
     hist = loop.finish()
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')
@@ -523,6 +533,7 @@ def launch_fit(
     train:Inputs,     # training rows
     y_train,          # targets (None for ranking)
     out_dir,          # folder for model.safetensors and history.json
+    compile_cache=None, # folder for compiled graphs, a subfolder per process (default: `compile_cache_dir('torch_xla')`); 'off': none
 )->History:           # the history core 0 wrote (its step losses; the epoch losses averaged over the cores)
     "Train with one process per XLA device (`torch_xla.launch`); call it before this process touches the device"
     tx = import_xla(); check_precision(cfg); check_inputs(cfg, train)
@@ -533,5 +544,7 @@ def launch_fit(
                            "per-core processes. Call launch_fit in a fresh process (restart the kernel and call it before "
                            "anything creates an XLA tensor), or use XlaBackend(spmd=True) in this one.")
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir)))
+    cc = compile_cache_dir('torch_xla') if compile_cache is None else compile_cache
+    cc = None if cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no') else str(Path(cc).expanduser().resolve())
+    tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir), cc))
     return History.from_dict(read_json(out_dir / 'history.json'))

@@ -6,12 +6,13 @@ Docs: https://tpututor.github.io/tpututor/xla.html.md"""
 
 # %% ../nbs/02_xla.ipynb #b346e15f
 from __future__ import annotations
-import contextlib, importlib, math, warnings
+import contextlib, importlib, math, os, warnings
 from .frameworks import import_xla
 
 # %% auto #0
-__all__ = ['count_compiles', 'count_executions', 'RecompileError', 'RecompileWarning', 'CompileWatcher', 'CompileCount',
-           'compiles_during', 'metrics_summary', 'device_kind', 'peak_flops', 'spmd_mesh', 'shard_batch']
+__all__ = ['CACHE_LOADS', 'count_compiles', 'count_executions', 'RecompileError', 'RecompileWarning', 'CompileWatcher',
+           'CompileCount', 'compiles_during', 'metrics_summary', 'device_kind', 'peak_flops', 'spmd_mesh',
+           'shard_batch', 'count_cache_hits', 'compile_cache_status', 'use_compile_cache']
 
 # %% ../nbs/02_xla.ipynb #3ecc584b
 def _met():
@@ -294,3 +295,59 @@ def shard_batch(
     t = batch if batch.device.type == 'xla' else batch.to(tx.device())
     xs.mark_sharding(t, mesh, (axis,) + (None,) * (t.dim() - 1))
     return t
+
+# %% ../nbs/02_xla.ipynb #a7c1e0d1
+CACHE_LOADS = ('TPU', 'NEURON')   # runtimes that load a stored program back: the ones torch_xla 2.8 and 2.9 test the cache on
+_CANNOT_LOAD = {   # why not elsewhere, in words
+    'CPU': ("the CPU runtime stores compiled programs but cannot load them back ('Deserializing serialized executable not "
+            "supported'), so a cache there costs a write per compile and saves nothing"),
+    'CUDA': ("torch_xla stopped testing its cache on CUDA when stored programs no longer loaded there "
+             "(pytorch/xla#8908, torch_xla 2.8)"),
+}
+_CACHE = {'path': None, 'why': 'use_compile_cache has not been called in this process'}
+_SAID = set()
+
+def count_cache_hits()->int: # graphs this process loaded from the persistent compile cache
+    "How many graphs this process loaded from the persistent compile cache instead of compiling them"
+    return int(_met().counter_value('PersistentCacheHit') or 0)
+
+def compile_cache_status()->dict: # {'path': the folder in use or None, 'why': why there is none (None when on)}
+    "Whether this process keeps its compiled programs on disk, and if not, why"
+    return dict(_CACHE)
+
+def _cache_off(why:str, say:bool=False):
+    "Record (and, with `say`, warn once per process) why the compile cache is not used"
+    _CACHE.update(path=None, why=why)
+    if say and why not in _SAID:
+        _SAID.add(why); warnings.warn(f'compile cache not used: {why}', stacklevel=3)
+
+def use_compile_cache(
+    path=None,           # folder for compiled programs (default: `tpututor.meter.compile_cache_dir('torch_xla')`); 'off': none
+    force:bool=False,    # turn it on also where programs do not load back (CPU; CUDA since torch_xla 2.8), e.g. to test the writing
+    readonly:bool=False, # look programs up but store none (a folder attached read-only, or shared by several processes)
+):                       # the folder in use (a `Path`), or None: then `compile_cache_status()['why']` says why
+    "Keep the graphs torch_xla compiles on disk and load them in a later process instead of compiling; call before the first compile"
+    from pathlib import Path
+    from tpututor.meter import compile_cache_dir, _OFF
+    tx, xr = import_xla(), _xr()
+    if path is None: path = compile_cache_dir('torch_xla')
+    elif str(path).strip().lower() in _OFF: path = None
+    if path is None: return _cache_off("turned off ('off', or TPUTUTOR_COMPILE_CACHE=off)")
+    path = Path(path).expanduser().resolve()
+    kind = xr.device_type()
+    if kind not in CACHE_LOADS and not force:
+        return _cache_off(_CANNOT_LOAD.get(kind, f'torch_xla does not test its cache on {kind}') + '; force=True writes it anyway')
+    now = os.environ.get('XLA_PERSISTENT_CACHE_PATH')
+    if tx._XLAC._xla_computation_cache_is_initialized():   # torch_xla read its setting at this process's first compile
+        if now and Path(now).resolve() == path: _CACHE.update(path=path, why=None); return path
+        return _cache_off(f"this process compiled a graph before the cache was set up{f' (it uses {now})' if now else ''}, "
+                          "and torch_xla reads the setting once, at the first compile: call use_compile_cache (or create "
+                          "XlaBackend) before anything runs on the XLA device, or restart the process", say=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not readonly and not os.access(path, os.W_OK): raise PermissionError('not writable')
+    except OSError as e:
+        return _cache_off(f"{path} cannot be used ({e}): name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'", say=True)
+    xr.initialize_cache(str(path), readonly=readonly)
+    _CACHE.update(path=path, why=None)
+    return path

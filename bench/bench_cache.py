@@ -1,0 +1,94 @@
+"""The persistent compile cache: does a rerun, or a resume after SIGKILL, compile nothing new?
+
+`tpututor train --rows 300 --folds 3 --epochs 1` (keras: `--devices 1`) run as a user runs it, each run a fresh
+process with a fresh run directory, all sharing one compile cache folder that starts empty (`--compile-cache`):
+  run 1  the job, cold cache (each fold compiles what no earlier fold compiled: its length buckets are its own);
+  run 2  the same job again in a new run directory (warm cache);
+  run 3  the same job again, killed with SIGKILL as soon as fold 0 is finished, then resumed with the same
+         command (warm cache; the resumed process trains folds 1 and 2).
+Per fold, from what the run directory records: the fold's seconds (fold*/done.json: build, train, predict,
+save) and its training epoch's seconds, compiles and cache hits (fold*/history.json). The issue's check: the
+first fold a new process trains takes at most 1.3x a later fold of the same process. All folds of one process
+run under the same load, which is why the ratio is taken within a process.
+"""
+import json, os, shutil, signal, subprocess, sys, tempfile, time
+from pathlib import Path
+from common import report, table
+
+def _fold_rows(run:Path, proc:str)->list:
+    "One row per fold trained in `run` (folds loaded from an earlier process are skipped)"
+    rows = []
+    for fd in sorted(run.glob('fold*/history.json')):
+        done, h = json.loads((fd.parent / 'done.json').read_text()), json.loads(fd.read_text())
+        r = h['records'][0]
+        rows.append(dict(run=proc, fold=int(fd.parent.name[4:]), fold_s=done['seconds'], train_s=round(r['seconds'], 1),
+                         compiles=r['compiles'], from_cache=r.get('cache_hits'), eval_compiles=r['eval_compiles']))
+    return rows
+
+def _train(cmd, out:Path, env, kill_after_fold0=False)->float:
+    "Run `tpututor train` into `out`; with `kill_after_fold0`, SIGKILL it once fold 0 is recorded. Returns its wall seconds"
+    t0 = time.perf_counter()
+    log = open(out.with_suffix('.log'), 'a')
+    p = subprocess.Popen(cmd + ['--out', str(out)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    if kill_after_fold0:
+        while p.poll() is None and not (out / 'fold0' / 'done.json').exists(): time.sleep(0.5)
+        if p.poll() is None: os.killpg(p.pid, signal.SIGKILL)
+    rc = p.wait()
+    if rc and not kill_after_fold0: sys.exit(f'{" ".join(cmd)} failed ({rc}): see {out.with_suffix(".log")}')
+    return time.perf_counter() - t0
+
+def measure(backend:str, rows=300, folds=3)->dict:
+    "Runs 1-3 of `backend` with a fresh compile cache; the fold table and the ratios"
+    tmp = Path(tempfile.mkdtemp(prefix=f'cache_{backend}_'))
+    cc = tmp / 'compile_cache'
+    env = {k: v for k, v in os.environ.items() if k != 'TPUTUTOR_COMPILE_CACHE'}
+    cmd = [str(Path(sys.executable).parent / 'tpututor'), 'train', '--backend', backend, '--rows', str(rows), '--folds', str(folds),
+           '--epochs', '1', '--compile-cache', str(cc)] + (['--devices', '1'] if backend == 'keras' else [])
+    walls = {}
+    walls['1 cold'] = _train(cmd, tmp / 'run1', env)
+    walls['2 rerun'] = _train(cmd, tmp / 'run2', env)
+    _train(cmd, tmp / 'run3', env, kill_after_fold0=True)
+    killed = _fold_rows(tmp / 'run3', '3 killed')
+    walls['3 resumed'] = _train(cmd, tmp / 'run3', env)
+    rows = _fold_rows(tmp / 'run1', '1 cold') + _fold_rows(tmp / 'run2', '2 rerun') + killed
+    rows += [r | {'run': '3 resumed'} for r in _fold_rows(tmp / 'run3', '3 resumed') if r['fold'] > 0]
+    cache_mb = sum(f.stat().st_size for f in cc.rglob('*') if f.is_file()) / 2**20
+    def first_over_later(run, first):
+        f = [r for r in rows if r['run'] == run]
+        a = next(r for r in f if r['fold'] == first); later = [r for r in f if r['fold'] > first]
+        return {k: a[k] / (sum(r[k] for r in later) / len(later)) for k in ('fold_s', 'train_s')}
+    fold0 = {r['run']: r['fold_s'] for r in rows if r['fold'] == 0}
+    res = dict(backend=backend, rows=rows, cold_over_rerun=fold0['1 cold'] / fold0['2 rerun'], walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
+               cold=first_over_later('1 cold', 0), rerun=first_over_later('2 rerun', 0), resumed=first_over_later('3 resumed', 1))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return res
+
+def main(backends=('keras',)):
+    results = [measure(b) for b in backends]
+    body, goals = [], []
+    for r in results:
+        b = r['backend']
+        body.append(f"### `--backend {b}`\n\n" + table(r['rows'], ['run', 'fold', 'fold_s', 'train_s', 'compiles', 'from_cache', 'eval_compiles']))
+        body.append(f"Cache folder after the runs: {r['cache_mb']} MB. Process wall seconds (start-up, tokenizing and "
+                    f"every fold): " + ', '.join(f'run {k} {v}s' for k, v in r['walls'].items()) + '.')
+        lines = [dict(process=k, first='fold 1' if k == 'resumed' else 'fold 0', fold_ratio=f"{r[k]['fold_s']:.2f}x",
+                      train_ratio=f"{r[k]['train_s']:.2f}x") for k in ('cold', 'rerun', 'resumed')]
+        body.append('First fold a process trains over the mean of its later folds (fold seconds; training epoch seconds):\n\n'
+                    + table(lines, ['process', 'first', 'fold_ratio', 'train_ratio']))
+        body.append(f"Fold 0 of the cold run took {r['cold_over_rerun']:.1f}x as long as fold 0 of the rerun (two processes, "
+                    "so the machine's load may differ between them): what the cache saves a new run.")
+        for k, what in (('rerun', 'a rerun (new run directory, warm cache)'), ('resumed', 'a resume after SIGKILL (warm cache)')):
+            m = r[k]['fold_s']
+            goals.append(dict(comparison=f"{b}: first fold's time over a later fold's, {what}", measured=f'{m:.2f}x', goal='<= 1.3x', met=bool(m <= 1.3)))
+    body.append("`fold_s`: the fold's seconds in fold*/done.json (build the model, train, predict the validation rows, save); "
+                "`train_s`, `compiles`, `from_cache`: its training epoch's seconds, programs built and of those loaded from "
+                "the compile cache (fold*/history.json). `3 killed`: the process stopped with SIGKILL once fold 0 was "
+                "recorded; `3 resumed`: the same command again, which loads fold 0 and trains folds 1 and 2. In the cold "
+                "run a later fold loads the programs of the shapes an earlier fold compiled (the length buckets are chosen "
+                "from each fold's own rows, so some shapes are new); the same job again has the same folds and shapes. One epoch of 200 training rows "
+                "per fold (keras on one JAX device) keeps the bench short, so a compile is a large share of a fold; that makes the check harder, not easier.")
+    report('cache', 'Compile cache: a rerun and a resume compile nothing new', '\n\n'.join(body),
+           './run.sh bench cache', goals)
+
+if __name__ == '__main__':
+    main(tuple(sys.argv[1:]) or ('keras',))
