@@ -245,7 +245,9 @@ def peak_flops(
             c = a
             for _ in range(reps): c = c @ b
             tx.sync(); xm.wait_device_ops()
-        return best_rate(run, 2 * n**3 * reps)   # one call compiles, then the best of 3
+        rng = xm.get_rng_state()   # every sync moves the device's random seed on: measuring must not change what
+        try: return best_rate(run, 2 * n**3 * reps)   # dropout draws next (one call compiles, then the best of 3)
+        finally: xm.set_rng_state(rng)
     devices = xr.global_runtime_device_count() if spmd else 1
     return cached_peak(f"xla-matmul|{kind}|{dtype}|{n}|{'spmd' if spmd else 'single'}x{devices}", measure, refresh)
 
