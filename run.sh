@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets this checkout up (once; fast when already done) and runs one job in it.
 #   ./run.sh train [ARGS]   k-fold fine-tune + ensemble (`tpututor train --help` for ARGS)
-#   ./run.sh test           every notebook, the pytest suite and the nbdev checks
+#   ./run.sh test [ARGS]    every notebook, the pytest suite and the nbdev checks, on both cores (pytest-xdist);
+#                           ARGS: notebooks (nbs/09_keras.ipynb), test files, -k EXPR, or --changed (what changed since main)
 #   ./run.sh bench [NAME]   the benchmarks in bench/
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
 #   ./run.sh compat [NB...] the keras and xla notebooks and the default job in a second environment with Kaggle's
@@ -17,7 +18,7 @@ case "$job" in
   # Kaggle's image: no tf-keras and transformers 5, so no `tf` extra; the pins are installed as constraints too,
   # so pip fails here if the keras or xla extra does not admit the image's versions.
   compat) extras="keras,xla,dev,bench"; pins=tools/compat/kaggle-tpu.txt; TPUTUTOR_VENV=${TPUTUTOR_COMPAT_VENV:-.venv-compat} ;;
-  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}
@@ -45,5 +46,20 @@ case "$job" in
   docs)  exec python tools/docs/build.py "$@" ;;
   compat) exec python tools/compat/run.py "$@" ;;
   shell) exec "$@" ;;
-  test)  exec python -m pytest -p no:cacheprovider --durations=15 "$@" ;;
+  test)
+    # Notebooks given by path become their test in tests/test_notebooks.py; --changed becomes what tools/changed.py finds.
+    args=()
+    for a in "$@"; do
+      case "$a" in
+        --changed) mapfile -t found < <(python tools/changed.py)
+                   [ ${#found[@]} -gt 0 ] || { echo "nothing changed since main: no test to run"; exit 0; }
+                   args+=("${found[@]}") ;;
+        *.ipynb)   args+=("tests/test_notebooks.py::test_notebook[$(realpath --relative-to=nbs "$a")]") ;;
+        *)         args+=("$a") ;;
+      esac
+    done
+    # Both cores: independent notebooks side by side, longest first (tests/conftest.py orders and groups them).
+    workers=${TPUTUTOR_TEST_WORKERS:-2}
+    xdist=(); [ "$workers" != 0 ] && xdist=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+    exec python -m pytest -p no:cacheprovider --durations=15 "${xdist[@]}" "${args[@]}" ;;
 esac

@@ -5,7 +5,7 @@ Usage: python bench/bench_memory.py [--child BACKEND]"""
 import json, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table
+from common import report, table, code_hash, versions
 
 BACKENDS = ('tf', 'keras', 'xla')
 FOLDS, ROWS, MAX_LEN, BATCH = 5, 200, 32, 16   # small folds: the memory a fold leaves behind is the model's, whatever the rows
@@ -31,7 +31,9 @@ def child(name:str)->dict:
     backend.free = free_and_measure
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d: run_kfold(backend, cfg, data, y, folds=FOLDS, out=d, verbose=False)
-    return {'backend': name, 'rss_mb': rss, 'peak_mb': memory_mb()['peak_mb'], 'seconds': round(time.time() - t0, 1)}
+    mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
+    return {'backend': name, 'rss_mb': rss, 'peak_mb': memory_mb()['peak_mb'], 'seconds': round(time.time() - t0, 1),
+            'modules': mods, 'code': code_hash(mods, Path(__file__)), 'versions': versions()}
 
 def main():
     rows, goals = [], []
@@ -45,7 +47,8 @@ def main():
         rows.append({'backend': name, **{f'fold {i}': f'{v:,.0f}' for i, v in enumerate(m)}, 'fold 4 - fold 2 (MB)': f'{d:+.0f}',
                      'per fold, 0 to 4 (MB)': f'{(m[4] - m[0]) / 4:+.0f}', 'seconds': r['seconds']})
         goals.append(dict(comparison=f'{name}: resident memory of fold 4 minus fold 2', measured=f'{d:+.0f} MB',
-                          goal=f'<= {GOAL_MB} MB', met=bool(d <= GOAL_MB)))
+                          goal=f'<= {GOAL_MB} MB', met=bool(d <= GOAL_MB), run=name, rss_mb=m,
+                          **{k: r[k] for k in ('modules', 'code', 'versions')}))
     cols = ['backend'] + [f'fold {i}' for i in range(FOLDS)] + ['fold 4 - fold 2 (MB)', 'per fold, 0 to 4 (MB)', 'seconds']
     body = (f'Resident memory (MB, VmRSS) of a fresh process after each of {FOLDS} folds of `run_kfold`, measured once the backend '
             f'has freed the fold\'s model: the pretrained MiniLM, {ROWS} rows ({ROWS - ROWS // FOLDS} training rows '

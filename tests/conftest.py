@@ -1,8 +1,12 @@
-import os, sys
+import json, os, sys
 from pathlib import Path
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
+DURATIONS = ROOT / 'tests' / 'durations.json'           # seconds per test group, measured: the order the suite runs in
+MEASURED = ROOT / 'tests' / 'artifacts' / 'durations.json'   # what the last run measured (copy it over DURATIONS to refresh)
+NEW_TEST_S = 60                                          # a test the record does not know yet: the budget of a new notebook
 
 def venv_bin(name):
     "Path of console script `name` beside the running interpreter"
@@ -13,3 +17,29 @@ def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k != 'IN_TEST'}
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     return {**env, **extra}
+
+# ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first
+def group_of(item)->str:
+    "Tests that share a module-scoped fixture stay on one worker: one group per test module; each notebook is a group of its own"
+    path = Path(str(item.fspath)).name
+    return item.nodeid.split('::')[-1] if path == 'test_notebooks.py' else path
+
+def pytest_collection_modifyitems(config, items):
+    "Mark each test with its group and order the groups by their recorded seconds, longest first (each worker takes the next)"
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    for item in items: item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    first = {}
+    for i, item in enumerate(items): first.setdefault(group_of(item), i)
+    items.sort(key=lambda it: (-known.get(group_of(it), NEW_TEST_S), first[group_of(it)]))
+
+_seconds = {}
+def pytest_runtest_logreport(report):
+    g = report.nodeid.split('::')[-1] if report.nodeid.startswith('tests/test_notebooks.py') else Path(report.nodeid.split('::')[0]).name
+    _seconds[g] = _seconds.get(g, 0.0) + report.duration
+
+def pytest_sessionfinish(session, exitstatus):
+    "Record the seconds of each group (in the controller, where every worker's reports arrive)"
+    if hasattr(session.config, 'workerinput') or not _seconds: return
+    MEASURED.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+    MEASURED.write_text(json.dumps({**old, **{k: round(v, 1) for k, v in sorted(_seconds.items())}}, indent=1) + '\n')

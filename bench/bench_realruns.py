@@ -1,0 +1,104 @@
+"""The pretrained MiniLM on real text, once per backend: the figures the notebooks show for a real fine-tune.
+
+The notebooks test behaviour on tiny models built from config (fast); what only a real model can show (that a
+backend learns a real task, the README's default job end to end) runs here, each in a fresh process, and is recorded
+in bench/results/realruns.json. The notebooks read their figures from that file, and tests/test_project.py checks that
+it is current: every row records a hash of this script and of the code of every tpututor module its run imported
+(docstrings and comments left out), and the framework versions it ran with.
+Usage: python bench/bench_realruns.py [--child NAME]   NAME: tf_minilm, xla_minilm or default_job"""
+import json, subprocess, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import report, table, code_hash, versions
+
+RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
+
+def tf_minilm()->dict:
+    "08a_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
+    import numpy as np
+    from tpututor.devices import virtual_tpu
+    virtual_tpu(8, frameworks='tf')
+    from tpututor.strategy import get_strategy
+    from tpututor.tfkeras import TfBackend
+    from tpututor.config import TrainConfig
+    from tpututor.data import rotten_tomatoes
+    from tpututor.tokenize import encode, choose_buckets
+    data = rotten_tomatoes().sample(5000, random_state=0)
+    tr, te = data[:4000], data[4000:]
+    cfg = TrainConfig(model='minilm', task='classification', n_outputs=2, max_len=64, buckets=3, batch_size=8,
+                      epochs=1, lr=1e-4, warmup=0.1, seed=0)
+    t0 = time.time()
+    backend = TfBackend(strategy=get_strategy(), verbose=True)
+    e_tr, e_te = encode('minilm', tr.text, max_len=64), encode('minilm', te.text, max_len=64)
+    model, hist = backend.fit(cfg, e_tr, tr.label.values)
+    acc = float((backend.predict(cfg, model, e_te).argmax(1) == te.label.values).mean())
+    return dict(accuracy=acc, rows=len(tr), held_out=len(te), replicas=hist['replicas'], global_batch=hist['global_batch'],
+                optimizer_steps=hist['optimizer_steps'], examples_per_s=hist['examples_per_s'][0], traces=hist['compiles'][0],
+                parameters=int(model.count_params()), minutes=(time.time() - t0) / 60,
+                lengths=dict(median=int(np.median(e_tr.lengths)), p90=int(np.percentile(e_tr.lengths, 90)), longest=int(e_tr.lengths.max())),
+                buckets=[int(b) for b in choose_buckets(e_tr.lengths, cfg.buckets, max_len=64)])
+
+def xla_minilm()->dict:
+    "10_torchxla: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
+    from tpututor.torchxla import XlaBackend
+    from tpututor.config import TrainConfig
+    from tpututor.data import rotten_tomatoes
+    from tpututor.tokenize import encode
+    rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
+    t0 = time.time()
+    e_all = encode('minilm', rt.text.tolist()[:3500], max_len=64)
+    y_all = rt.label.values[:3500]
+    cfg = TrainConfig(model='minilm', max_len=64, buckets=3, batch_size=32, epochs=1, lr=2e-4, seed=0)
+    be = XlaBackend()
+    m, h = be.fit(cfg, e_all[:2500], y_all[:2500], e_all[2500:], y_all[2500:])
+    p = be.predict(cfg, m, e_all[2500:])
+    return dict(accuracy=float((p.argmax(1) == y_all[2500:]).mean()), majority=float(max(y_all[2500:].mean(), 1 - y_all[2500:].mean())),
+                rows=2500, held_out=int(len(p)), seconds=time.time() - t0, train_seconds=h['seconds'][0], compiles=h['compiles'][0],
+                eval_compiles=h['eval_compiles'][0], buckets=[int(b) for b in m.buckets], examples_per_s=h['examples_per_s'][0])
+
+def default_job()->dict:
+    "12_cli and the README: `tpututor train` with no options, as `./run.sh train` runs it (compile cache empty)"
+    from tpututor.cli import main
+    from tpututor.rundir import read_json
+    with tempfile.TemporaryDirectory() as d:
+        import os; os.environ['TPUTUTOR_COMPILE_CACHE'] = str(Path(d) / 'cache')
+        t0 = time.time()
+        assert main(['train', '--out', str(Path(d) / 'run')]) == 0
+        s = read_json(Path(d) / 'run' / 'summary.json')
+        import pandas as pd
+        pred = pd.read_csv(Path(d) / 'run' / 'predictions.csv')
+    return dict(summary=s, seconds=time.time() - t0, predictions=dict(rows=len(pred), columns=list(pred.columns),
+                labels=sorted(set(pred.label)), sums=float((pred.prob_fresh + pred.prob_rotten - 1).abs().max())))
+
+def child(name:str)->dict:
+    out = globals()[name]()
+    mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
+    return dict(run=name, result=out, modules=mods, code=code_hash(mods, Path(__file__)), versions=versions())
+
+GOALS = {'tf_minilm': ('tf backend (TensorFlow 2 + tf-keras, 8 replicas), MiniLM, 1 epoch: held-out accuracy', 0.75),
+         'xla_minilm': ('xla backend (PyTorch/XLA, 1 device), MiniLM, 1 epoch: held-out accuracy', 0.75),
+         'default_job': ('the default job (tpututor train: 5 folds, MiniLM): held-out accuracy of the fold ensemble', 0.75)}
+
+def _acc(r): return r['result']['summary']['held_out']['accuracy'] if r['run'] == 'default_job' else r['result']['accuracy']
+
+def main(names=RUNS):
+    path = Path(__file__).resolve().parent / 'results' / 'realruns.json'
+    old = {r['run']: r for r in json.loads(path.read_text())} if path.exists() else {}
+    for name in names:
+        p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)
+        line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
+        if p.returncode or not line: sys.exit(f'{name} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}')
+        old[name] = json.loads(line[-1][7:])
+    runs = [old[n] for n in RUNS if n in old]
+    goals = [dict(comparison=GOALS[r['run']][0], measured=f'{_acc(r):.3f}', goal=f'>= {GOALS[r["run"]][1]}',
+                  met=bool(_acc(r) >= GOALS[r['run']][1]), **r) for r in runs]
+    rows = [{'run': r['run'], 'held-out accuracy': f'{_acc(r):.3f}',
+             'minutes': f"{(r['result'].get('minutes') or r['result']['seconds'] / 60):.1f}"} for r in runs]
+    body = ('The pretrained all-MiniLM-L6-v2 (from PyPI) fine-tuned on Rotten Tomatoes snippets, once per backend, each in a '
+            'fresh process: the real-model figures the notebooks show (08a_tf, 10_torchxla, 12_cli), which their tests take from '
+            'here instead of training a real model on every test run.\n\n' + table(rows, ['run', 'held-out accuracy', 'minutes']))
+    report('realruns', 'Real fine-tunes the notebooks show', body, './run.sh bench realruns', goals)
+
+if __name__ == '__main__':
+    if len(sys.argv) == 3 and sys.argv[1] == '--child': print('RESULT ' + json.dumps(child(sys.argv[2])), flush=True)
+    else: main(tuple(sys.argv[1:]) or RUNS)
