@@ -51,7 +51,7 @@ case "$job" in
     args=()
     for a in "$@"; do
       case "$a" in
-        --changed) mapfile -t found < <(python tools/changed.py)
+        --changed) mapfile -t found < <(python tools/changed.py | grep .)
                    [ ${#found[@]} -gt 0 ] || { echo "nothing changed since main: no test to run"; exit 0; }
                    args+=("${found[@]}") ;;
         *.ipynb)   args+=("tests/test_notebooks.py::test_notebook[$(realpath --relative-to=nbs "$a")]") ;;

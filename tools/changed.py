@@ -5,7 +5,7 @@ files included:
 - a notebook: its own test (tests/test_notebooks.py::test_notebook[...]);
 - a module of the package: the notebook that exports it (`#| default_exp`) and the test files that name it;
 - a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py);
-- bench/, tools/compat/, README.md, pyproject.toml: tests/test_project.py (recorded results, README, sync);
+- bench/, tools/compat/, README.md, pyproject.toml, run.sh, this file: tests/test_project.py (recorded results, README, sync);
   tools/docs/: tests/test_docs.py; pyproject.toml also tests/test_wheel.py."""
 import re, subprocess, sys
 from pathlib import Path
@@ -42,7 +42,7 @@ def targets(files)->list:
         elif f == 'tests/conftest.py': return ['tests']
         elif f == 'tests/contract_probe.py': out.append('tests/test_backends.py')
         elif f.startswith('tests/test_') and f.endswith('.py') and p.exists(): out.append(f)
-        elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'tools/make_readme.py'):
+        elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'run.sh', 'tools/make_readme.py', 'tools/changed.py'):
             out.append('tests/test_project.py')
             if f == 'pyproject.toml': out.append('tests/test_wheel.py')
         elif f.startswith('tools/docs/'): out.append('tests/test_docs.py')
@@ -50,5 +50,5 @@ def targets(files)->list:
 
 if __name__ == '__main__':
     found = targets(changed_files())
-    print('\n'.join(found))
+    if found: print('\n'.join(found))
     print(f"--changed: {len(found)} test target(s) from the files changed since main", file=sys.stderr)
