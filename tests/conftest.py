@@ -19,22 +19,22 @@ def clean_env(**extra):
     return {**env, **extra}
 
 # ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first
-def group_of(item)->str:
+def group_of(nodeid:str)->str:
     "Tests that share a module-scoped fixture stay on one worker: one group per test module; each notebook is a group of its own"
-    path = Path(str(item.fspath)).name
-    return item.nodeid.split('::')[-1] if path == 'test_notebooks.py' else path
+    path = Path(nodeid.split('::')[0]).name
+    return nodeid.split('::')[-1] if path == 'test_notebooks.py' else path
 
 def pytest_collection_modifyitems(config, items):
     "Mark each test with its group and order the groups by their recorded seconds, longest first (each worker takes the next)"
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    for item in items: item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    for item in items: item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
     first = {}
-    for i, item in enumerate(items): first.setdefault(group_of(item), i)
-    items.sort(key=lambda it: (-known.get(group_of(it), NEW_TEST_S), first[group_of(it)]))
+    for i, item in enumerate(items): first.setdefault(group_of(item.nodeid), i)
+    items.sort(key=lambda it: (-known.get(group_of(it.nodeid), NEW_TEST_S), first[group_of(it.nodeid)]))
 
 _seconds = {}
 def pytest_runtest_logreport(report):
-    g = report.nodeid.split('::')[-1] if report.nodeid.startswith('tests/test_notebooks.py') else Path(report.nodeid.split('::')[0]).name
+    g = group_of(report.nodeid)
     _seconds[g] = _seconds.get(g, 0.0) + report.duration
 
 def pytest_sessionfinish(session, exitstatus):

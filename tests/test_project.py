@@ -150,3 +150,16 @@ def test_changed_maps_files_to_tests():
     assert {nb('04_data.ipynb'), 'tests/test_cli.py', 'tests/test_wheel.py', 'tests/test_backends.py',
                                               'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got
     assert len(got) == len(set(got)) and targets(['tests/conftest.py']) == ['tests'] and targets([]) == []
+
+def test_stored_outputs_show_no_machine_paths():
+    "What a reader of the docs sees: no absolute path of the machine that ran a notebook, no CUDA-probe error from a CPU machine"
+    import json, re
+    bad_re = re.compile(r'(/(work|root|home|usr|opt)/\S+|site-packages/|\.venv/|cuInit)')
+    bad = []
+    for nb in sorted(NBS.rglob('*.ipynb')):
+        if any(p.startswith(('.', '_')) for p in nb.relative_to(NBS).parts): continue
+        for i, c in enumerate(json.loads(nb.read_text())['cells']):
+            for o in c.get('outputs', []):
+                text = ''.join(o.get('text', '')) + ''.join((o.get('data') or {}).get('text/plain', ''))
+                bad += [f'{nb.relative_to(NBS)} cell {i}: {m.group(0)}' for m in bad_re.finditer(text)]
+    assert not bad, 'stored outputs show machine paths or CUDA noise; fix the cell and re-run it with nbdev-test --save:\n' + '\n'.join(bad[:20])
