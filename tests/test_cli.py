@@ -8,7 +8,8 @@ import pytest
 from conftest import venv_bin, clean_env
 
 def tpututor(*args, cwd=None):
-    r = subprocess.run([venv_bin('tpututor'), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=clean_env())
+    r = subprocess.run([venv_bin('tpututor'), *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                       env=clean_env(HF_HUB_OFFLINE='1'))   # a hub id behaves as on Kaggle with the internet off, here or online
     return r.returncode, r.stdout, r.stderr
 
 @pytest.fixture(scope='module')
@@ -38,6 +39,9 @@ def bad_cases(d):
     one_class = good.assign(label='fresh')
     rare = good.copy(); rare.loc[:2, 'label'] = 'meh'
     (d/'adir').mkdir(exist_ok=True)
+    if not (d/'modernbert'/'config.json').exists():
+        from transformers import ModernBertConfig
+        ModernBertConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2).save_pretrained(d/'modernbert')
     return {
         'missing file':       (['--data', d/'nope.csv'], 'nope.csv does not exist'),
         'a folder':           (['--data', d/'adir'], 'is a folder; give a CSV file'),
@@ -55,6 +59,9 @@ def bad_cases(d):
         'unknown task':       (['--data', d/'train.csv', '--task', 'qa'], "invalid choice: 'qa'"),
         'unknown precision':  (['--data', d/'train.csv', '--precision', 'fp8'], "invalid choice: 'fp8'"),
         'model path missing': (['--data', d/'train.csv', '--model', './models/mine'], "Model path './models/mine' does not exist"),
+        'hub id, no internet': (['--data', d/'train.csv', '--model', 'tpututor-tests/never-downloaded'], 'add the model to the notebook as a Kaggle model or dataset'),
+        'family the backend cannot run': (['--data', d/'train.csv', '--model', d/'modernbert', '--backend', 'keras'],
+                                          "The keras backend cannot run modernbert"),
         'max length too small': (['--data', d/'train.csv', '--max-len', 4], 'max_len=4 is too small'),
         'batch too large for replicas': (['--data', d/'train.csv', '--batch-size', 1000], 'rows per step, more than the 400 training rows of a fold'),
         'test without text column': (['--data', d/'train.csv', '--test', write(d, 'test_bad.csv', pd.DataFrame({'id': [1], 'body': ['x']}))], "--test file"),
@@ -66,7 +73,7 @@ def bad_cases(d):
 
 CASES = ['missing file', 'a folder', 'unreadable bytes', 'empty csv', 'header only', 'missing column', 'NaN texts',
          'non-string text', 'NaN labels', 'single class', 'fewer rows than folds', 'rare class', 'unknown backend',
-         'unknown task', 'unknown precision', 'model path missing', 'max length too small', 'batch too large for replicas',
+         'unknown task', 'unknown precision', 'model path missing', 'hub id, no internet', 'family the backend cannot run', 'max length too small', 'batch too large for replicas',
          'test without text column', 'output not writable', 'test without data', 'sample submission does not fit']
 
 @pytest.mark.parametrize('case', CASES)

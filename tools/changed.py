@@ -4,7 +4,8 @@ Compared with where this branch left main (`git merge-base HEAD main`, or origin
 files included:
 - a notebook: its own test (tests/test_notebooks.py::test_notebook[...]);
 - a module of the package: the notebook that exports it (`#| default_exp`) and the test files that name it;
-- a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py);
+- a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py;
+  tests/family_probe.py: tests/test_families.py);
 - bench/, tools/compat/, README.md, pyproject.toml, run.sh, this file: tests/test_project.py (recorded results, README, sync);
   tools/docs/: tests/test_docs.py; pyproject.toml also tests/test_wheel.py."""
 import re, subprocess, sys
@@ -41,6 +42,7 @@ def targets(files)->list:
             out += [str(t.relative_to(ROOT)) for t in tests if re.search(rf'tpututor\.{mod}\b', t.read_text())]
         elif f == 'tests/conftest.py': return ['tests']
         elif f == 'tests/contract_probe.py': out.append('tests/test_backends.py')
+        elif f == 'tests/family_probe.py': out.append('tests/test_families.py')
         elif f.startswith('tests/test_') and f.endswith('.py') and p.exists(): out.append(f)
         elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'run.sh', 'tools/make_readme.py', 'tools/changed.py'):
             out.append('tests/test_project.py')

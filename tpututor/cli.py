@@ -244,8 +244,8 @@ def train(args)->dict:
         sample = read_csv(args.sample_submission, '--sample-submission')
         submission(np.full((1, n_out), 1 / n_out, np.float32), [0], sample, spec.name, names)   # does it fit? before any work
     from tpututor.tokenize import load_tokenizer
-    from tpututor.models import resolve_model
-    resolve_model(cfg.model)                        # a missing local model fails here, before any work
+    from tpututor.families import check_family
+    check_family(cfg.model, args.backend)           # a missing model, a family this backend cannot run, or no hub: fails here, before any work
     groups = df[args.group].to_numpy() if args.group else None
     make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, groups, args.fold_kind, cfg.seed)  # check folds can be made
     backend = start_backend(args)
@@ -325,7 +325,7 @@ def predict(args)->pd.DataFrame:
     return pd.read_csv(dest)
 
 # %% ../nbs/12_cli.ipynb #8a57767f
-USER_ERRORS = (ValueError, FileNotFoundError, RunDirError, ModuleNotFoundError, NotImplementedError)
+USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError, ModuleNotFoundError, NotImplementedError)
 
 def main(argv=None)->int:
     "Entry point of the `tpututor` command"

@@ -13,6 +13,8 @@ from .jaxdev import import_keras, keep_tf_out, count_compiles, count_cache_hits,
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
+from .families import model_config, check_family, keras_preset_name
+from .convert import converter_for
 from .meter import Throughput, model_dims, train_flops, datasheet_peak
 from .backend import EpochLoop
 from .rundir import atomic_write
@@ -20,9 +22,10 @@ from . import tfkeras
 from .tfkeras import prediction_batches, _row_flops   # batch planning, FLOPs per row, weight loading: framework-free, shared with the tf backend
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'load_backbone', 'input_fields', 'build_model', 'scorer', 'backbone_of',
-           'per_example_loss', 'lr_schedule', 'make_optimizer', 'train_batches', 'data_parallel', 'n_devices',
-           'describe', 'predict', 'fit_model', 'save_weights', 'load_weights', 'KerasBackend']
+__all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'sequence_output', 'input_fields', 'build_model',
+           'scorer', 'backbone_of', 'per_example_loss', 'lr_schedule', 'make_optimizer', 'train_batches',
+           'data_parallel', 'n_devices', 'describe', 'predict', 'fit_model', 'save_weights', 'load_weights',
+           'KerasBackend']
 
 # %% ../nbs/09_keras.ipynb #cccba99e
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
@@ -37,24 +40,55 @@ def preset_of(
     if '://' in str(model): return str(model)
     path = resolve_model(model)
     if Path(path).exists(): return path
-    import_keras(); import keras_hub
-    if path in keras_hub.models.Backbone.presets: return path
+    if keras_preset_name(path): return path   # 'roberta_base_en': KerasHub's own
     return f'hf://{path}'
+
+def hf_loader(
+    preset:str,   # a Hugging Face folder or 'hf://org/name'
+):                # a KerasHub `SafetensorLoader` that also finds bare names and skips a missing pooler
+    "KerasHub's safetensors reader for checkpoints saved either way: with the model-name prefix or without, with a pooler or without"
+    from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
+    class HfLoader(SafetensorLoader):
+        skipped = ()
+        def get_prefixed_key(self, hf_weight_key, dict_like):
+            keys = dict_like.keys()
+            if hf_weight_key not in keys:   # asked for 'roberta.encoder...' in a file saved by AutoModel ('encoder...')
+                bare = hf_weight_key.partition('.')[2]
+                if bare in keys: return bare
+            return super().get_prefixed_key(hf_weight_key, dict_like)
+        def port_weight(self, keras_variable, hf_weight_key, hook_fn=None):
+            if '.pooler.' in f'.{hf_weight_key}':   # pre-training checkpoints often have none; the heads here mean-pool
+                try: self.get_tensor(hf_weight_key)
+                except Exception: self.skipped += (hf_weight_key,); return
+            return super().port_weight(keras_variable, hf_weight_key, hook_fn)
+    return HfLoader(preset)
+
+_HF_CONFIGS = weakref.WeakKeyDictionary()   # backbone -> the Hugging Face config it was converted from (for the meter)
 
 def load_backbone(
     cfg:TrainConfig,   # uses `model`, `dropout` and `precision`
 ):                     # a `keras_hub.models.Backbone`
     "The KerasHub encoder of `cfg.model`, converted from the Hugging Face checkpoint; from its config alone when the folder has no weights"
-    import_keras(); import keras_hub
+    import_keras()
+    with keep_tf_out(): import keras_hub
     preset = preset_of(cfg.model)
     kw = {} if cfg.dropout is None else {'dropout': cfg.dropout}
-    weights = not Path(preset).is_dir() or has_weights(preset)
-    try:
-        with keep_tf_out() if '://' not in preset or preset.startswith(('hf://', 'kaggle://')) else contextlib.nullcontext():
-            return keras_hub.models.Backbone.from_preset(preset, load_weights=weights, dtype=_POLICY[cfg.precision], **kw)
-    except ValueError as e:
-        raise ValueError(f"KerasHub cannot load {cfg.model!r} ({e}). It converts Hugging Face BERT, RoBERTa, DistilBERT, "
-                         "XLM-RoBERTa, DeBERTa-v3 and more; for other architectures use backend 'xla'") from None
+    config = model_config(preset.removeprefix('hf://'))
+    if config is None:   # a KerasHub preset (or kaggle://): KerasHub's own loader
+        with keep_tf_out() if '://' not in preset or preset.startswith('kaggle://') else contextlib.nullcontext():
+            return keras_hub.models.Backbone.from_preset(preset, dtype=_POLICY[cfg.precision], **kw)
+    check_family(preset.removeprefix('hf://'), 'keras')
+    conv = converter_for(config)
+    if conv is None: raise ValueError(f"KerasHub cannot load {cfg.model!r}: no converter for model type {config.get('model_type')!r}. Use backend 'xla'.")
+    bb = conv.backbone_cls(**{**conv.convert_backbone_config(config), **kw}, dtype=_POLICY[cfg.precision])
+    if not Path(preset).is_dir() or has_weights(preset):
+        if Path(preset).is_dir() and not any((Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
+            raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
+                             f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it again with "
+                             "save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
+        with hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)
+    _HF_CONFIGS[bb] = config
+    return bb
 
 # %% ../nbs/09_keras.ipynb #e32651d7
 def _layers():
@@ -74,6 +108,10 @@ def _layers():
     _layers.cache = dict(MeanPool=MeanPool, PairFeatures=PairFeatures)
     return _layers.cache
 
+def sequence_output(out): # the (batch, length, hidden) token vectors
+    "Token vectors from a KerasHub backbone's output: a dict with `sequence_output` (BERT, ALBERT, ELECTRA) or the tensor itself (RoBERTa, DistilBERT, DeBERTa-v3)"
+    return out["sequence_output"] if isinstance(out, dict) else out
+
 def input_fields(backbone)->list: # our field names the backbone takes, e.g. no `token_type_ids` for RoBERTa
     "The `Encoded` fields a KerasHub backbone takes"
     return [f for f, k in KERAS_INPUTS.items() if k in backbone.input]
@@ -90,7 +128,7 @@ def build_model(
     dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
     def embed(suffix=''):
         inp = {f + suffix: keras.Input((None,), dtype='int32', name=f + suffix) for f in fields}
-        hidden = bb({KERAS_INPUTS[f]: inp[f + suffix] for f in fields})['sequence_output']
+        hidden = sequence_output(bb({KERAS_INPUTS[f]: inp[f + suffix] for f in fields}))
         return inp, pool(hidden, inp['attention_mask' + suffix])
     inp, u = embed()
     if spec.head == 'linear': return keras.Model(inp, dense(drop(u)), name=cfg.task)
@@ -108,7 +146,7 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharin
         bb, pool, head = backbone_of(model), model.get_layer('mean_pool'), model.get_layer('head')
         fields = input_fields(bb)
         inp = {f: keras.Input((None,), dtype='int32', name=f) for f in fields}
-        u = pool(bb({KERAS_INPUTS[f]: inp[f] for f in fields})['sequence_output'], inp['attention_mask'])
+        u = pool(sequence_output(bb({KERAS_INPUTS[f]: inp[f] for f in fields})), inp['attention_mask'])
         _SCORERS[model] = keras.Model(inp, head(u), name='scorer')
     return _SCORERS[model]
 
@@ -319,10 +357,11 @@ def fit_model(
     spe = min(cfg.steps_per_execution, steps)
     model.compile(optimizer=make_optimizer(cfg, opt_steps, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
     peak = device_peak('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu and on_jax() else None
-    dims = model_dims(_hf_config(bb))
+    dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
     sheet = datasheet_peak(_jax_kind(), cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
     meter = Throughput(dims, peak, sheet and sheet * reps)
-    step_flops = batch * _row_flops(cfg, train, dims) / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
+    row_flops = _row_flops(cfg, train, dims)
+    step_flops = row_flops and batch * row_flops / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
                      steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps,
                      devices=describe(), recompiles=[])
@@ -343,7 +382,7 @@ def fit_model(
             chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
             loop.history.step_loss.extend([chunk] * (k - self.k))
             self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if cfg.buckets == 0 else None)
-            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=(k - self.k) * step_flops)
+            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=step_flops and (k - self.k) * step_flops)
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs=None):

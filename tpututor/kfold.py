@@ -16,6 +16,7 @@ from .tasks import TASK_TABLE, get_task
 from .tokenize import Encoded
 from .backend import History
 from .meter import mfu_text
+from .families import check_family
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold)
 
@@ -117,6 +118,7 @@ def run_kfold(
 )->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
+    check_family(cfg.model, getattr(backend, 'name', ''))   # a family this backend cannot run is refused before any work
     n = n_rows(train)
     yt = check_targets(cfg, y, n)
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)

@@ -6,31 +6,166 @@ Docs: https://tpututor.github.io/tpututor/meter.html.md"""
 
 # %% ../nbs/07c_meter.ipynb #e727d7c4
 from __future__ import annotations
-import json, os, platform, time
+import json, os, platform, time, warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['GPU_SPECS', 'model_dims', 'train_flops', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'compile_cache_dir',
+__all__ = ['GPU_SPECS', 'train_flops', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'compile_cache_dir',
            'compile_cache_report', 'clear_compile_cache', 'datasheet_peak', 'mfu_text', 'Throughput']
 
-# %% ../nbs/07c_meter.ipynb #8c1e6980
-def model_dims(
-    config, # a transformers config (or its dict): hidden_size, num_hidden_layers, num_attention_heads, intermediate_size
-)->dict:    # layers, hidden, heads, ffn, and the matmul parameters of the encoder layers
-    "The sizes of a BERT-style encoder that its training FLOPs depend on"
-    get = config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
-    try: L, H, h, F = (int(get(k)) for k in ('num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size'))
-    except TypeError: raise ValueError(f"config has no num_hidden_layers/hidden_size/num_attention_heads/intermediate_size: "
-                                       f"not a BERT-style encoder config ({type(config).__name__})") from None
-    return dict(layers=L, hidden=H, heads=h, ffn=F, matmul_params=L * (4 * H * H + 2 * H * F))
+# %% ../nbs/07c_meter.ipynb #c845821c
+def _dims(
+    layers:int,             # encoder layers, every repetition of a shared layer counted
+    hidden:int,             # hidden size
+    heads:int,              # attention heads
+    ffn:int,                # width of the MLP
+    layer_params:int,       # matmul weights of one layer
+    extra_params:int=0,     # matmul weights a token goes through once outside the layers (an embedding projection, a convolution)
+    windows:list|None=None, # per layer: None (the whole sequence) or the tokens a query sees on each side
+    rel_positions:int=0,    # relative-position embeddings each disentangled product scores against (DeBERTa)
+    rel_products:int=0,     # disentangled products per layer: content-to-position, position-to-content (0 to 2)
+)->dict:                    # the fields of `model_dims`
+    "Sizes, matmul weights per token, attention windows and relative-position products: what `train_flops` reads"
+    return dict(layers=layers, hidden=hidden, heads=heads, ffn=ffn, matmul_params=layers * layer_params + extra_params,
+                extra_params=extra_params, windows=list(windows or [None] * layers), rel_positions=rel_positions, rel_products=rel_products)
 
+# %% ../nbs/07c_meter.ipynb #3a86dd9d
+def _attended(
+    seq:int,            # the padded length
+    window:int|None,    # the tokens a query sees on each side; None: the whole sequence
+)->int:                 # query-key pairs one layer scores in one sequence
+    "The query-key pairs an attention layer scores: all `seq x seq`, or the band `window` tokens either side of each query"
+    if window is None or seq <= window + 1: return seq * seq
+    return seq * (2 * window + 1) - window * (window + 1)   # the band less the two corners past the ends
+
+# %% ../nbs/07c_meter.ipynb #fe1c758b
 def train_flops(
-    dims:dict,   # from `model_dims`
-    tokens:int,  # token positions in the step (rows x texts per row x padded length)
-    seq:int,     # the padded length of each sequence
-)->float:        # FLOPs of one forward + backward pass
-    "Training FLOPs: 6 x matmul parameters x tokens, plus the attention products (12 x layers x hidden x seq per token)"
-    return 6 * dims['matmul_params'] * tokens + 12 * dims['layers'] * dims['hidden'] * seq * tokens
+    dims:dict|None,  # from `model_dims` (None: an encoder the meter cannot read)
+    tokens:int,      # token positions in the step (rows x texts per row x padded length)
+    seq:int,         # the padded length of each sequence
+    passes:float=1,  # forward + backward passes the tokens go through (a row's share of a step of n rows: 1 / n)
+)->float|None:       # FLOPs of the forward and backward passes; None when `dims` is None
+    "Training FLOPs: 6 x matmul weights x tokens, 12 x hidden per attended query-key pair, and DeBERTa's relative-position products"
+    if dims is None: return None
+    H, L = dims['hidden'], dims['layers']
+    pairs = sum(_attended(seq, w) for w in dims.get('windows') or [None] * L)   # per sequence, all layers
+    rel = dims.get('rel_positions', 0) * dims.get('rel_products', 0) * L        # relative embeddings scored per token, all layers
+    return (6 * dims['matmul_params'] * tokens + (12 * H * pairs * tokens / seq if seq else 0)
+            + 6 * H * rel * tokens           # each token against every relative embedding
+            + 6 * H * H * rel * passes)      # projecting the relative embeddings: once per pass, not per token
+
+# %% ../nbs/07c_meter.ipynb #7c050b08
+_READERS = {}   # model_type -> reader(get) -> `_dims(...)`; each family's cell adds its own
+
+def _need(
+    get,     # reads one key of the config
+    *keys,   # names of integer sizes
+)->list:     # their values
+    "The integer sizes `keys` of a config; ValueError naming those it lacks"
+    missing = [k for k in keys if get(k) is None]
+    if missing: raise ValueError(f"it has no {', '.join(missing)}")
+    return [int(get(k)) for k in keys]
+
+def _guess_type(
+    get,    # reads one key of the config
+)->str:     # a key of `_READERS`
+    "The family of a config that names no model_type (a dict of sizes, a namespace), by the keys it has"
+    for mt, key in (('distilbert', 'n_layers'), ('modernbert', 'global_attn_every_n_layers'), ('deberta-v2', 'relative_attention'),
+                    ('albert', 'inner_group_num'), ('electra', 'embedding_size')):
+        if get(key) is not None: return mt
+    return 'bert'
+
+# %% ../nbs/07c_meter.ipynb #ddaf877d
+def model_dims(
+    config, # a transformers config or its dict (config.json): BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT
+)->dict|None: # layers, hidden, heads, ffn, matmul_params, extra_params, windows, rel_positions, rel_products; None (and a warning) when unreadable
+    "The sizes of an encoder that its training FLOPs depend on; None, with a warning, for a config the meter cannot read"
+    get = config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
+    mt = get('model_type') or _guess_type(get)
+    if mt not in _READERS: why = f"model type {mt!r} is none of the encoder families it knows ({', '.join(sorted(_READERS))})"
+    else:
+        try: return _READERS[mt](get)
+        except Exception as e: why = str(e)   # sizes missing or of the wrong kind: the meter must never stop a training run
+    what = 'config dict' if isinstance(config, dict) else type(config).__name__
+    warnings.warn(f"tpututor.meter cannot count the training FLOPs of this {what}: {why}. MFU will be shown as unknown.", stacklevel=2)
+    return None
+
+# %% ../nbs/07c_meter.ipynb #bdf6e605
+def _bert(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "BERT, RoBERTa, XLM-RoBERTa, CamemBERT: 4 x hidden² attention and 2 x hidden x intermediate MLP weights per layer"
+    L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
+    return _dims(L, H, h, F, 4 * H * H + 2 * H * F)
+
+_READERS.update(dict.fromkeys(('bert', 'roberta', 'xlm-roberta', 'camembert'), _bert))
+
+# %% ../nbs/07c_meter.ipynb #e82d50d2
+def _distilbert(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "DistilBERT: BERT's layer, sized by n_layers, dim, n_heads, hidden_dim"
+    L, H, h, F = _need(get, 'n_layers', 'dim', 'n_heads', 'hidden_dim')
+    return _dims(L, H, h, F, 4 * H * H + 2 * H * F)
+
+_READERS['distilbert'] = _distilbert
+
+# %% ../nbs/07c_meter.ipynb #0ee66935
+def _albert(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "ALBERT: every repetition of the shared layers, and the embedding_size -> hidden_size projection"
+    L, H, h, F, E = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size', 'embedding_size')
+    return _dims(L * int(get('inner_group_num') or 1), H, h, F, 4 * H * H + 2 * H * F, extra_params=E * H)
+
+_READERS['albert'] = _albert
+
+# %% ../nbs/07c_meter.ipynb #80ee3f97
+def _projection(
+    get,     # reads one key of the config
+    H:int,   # hidden size
+)->int:      # weights of the embedding_size -> hidden_size projection; 0 where the two are equal (no projection)
+    "The matmul weights that project a narrower embedding up to the hidden size"
+    E = get('embedding_size')
+    return 0 if E is None or int(E) == H else int(E) * H
+
+def _electra(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "ELECTRA: BERT's layer, and the embedding projection where embedding_size differs from hidden_size"
+    L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
+    return _dims(L, H, h, F, 4 * H * H + 2 * H * F, extra_params=_projection(get, H))
+
+_READERS['electra'] = _electra
+
+# %% ../nbs/07c_meter.ipynb #068590d0
+def _deberta_v2(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "DeBERTa-v2/v3: BERT's layer, the disentangled relative-position products, v2's convolution and the embedding projection"
+    L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
+    conv = H * H * int(get('conv_kernel_size') or 0) // int(get('conv_groups') or 1)
+    rel = products = 0
+    if get('relative_attention'):
+        types = get('pos_att_type') or []
+        types = {t.strip().lower() for t in (types.split('|') if isinstance(types, str) else types)}
+        products = len(types & {'c2p', 'p2c'})
+        buckets, span = int(get('position_buckets') or -1), int(get('max_relative_positions') or -1)
+        rel = 2 * (buckets if buckets > 0 else span if span >= 1 else _need(get, 'max_position_embeddings')[0])
+    return _dims(L, H, h, F, 4 * H * H + 2 * H * F, extra_params=_projection(get, H) + conv, rel_positions=rel, rel_products=products)
+
+_READERS['deberta-v2'] = _deberta_v2
+
+# %% ../nbs/07c_meter.ipynb #f2b8d8a1
+def _modernbert(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "ModernBERT: a GLU MLP (Wi: hidden -> 2 x intermediate), and local layers that see local_attention // 2 tokens each side"
+    L, H, h, F, every, local = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size',
+                                     'global_attn_every_n_layers', 'local_attention')
+    return _dims(L, H, h, F, 4 * H * H + 3 * H * F, windows=[None if i % every == 0 else local // 2 for i in range(L)])
+
+_READERS['modernbert'] = _modernbert
 
 # %% ../nbs/07c_meter.ipynb #0be88073
 def cache_dir()->Path: # where measured figures are kept between runs

@@ -11,7 +11,8 @@ from pathlib import Path
 from .data import package_file
 
 # %% auto #0
-__all__ = ['MINILM', 'minilm_path', 'resolve_model', 'train_tokenizer', 'tiny_config', 'has_weights', 'tiny_model_dir']
+__all__ = ['MINILM', 'minilm_path', 'resolve_model', 'HubUnreachable', 'hub_file', 'train_tokenizer', 'tiny_config',
+           'has_weights', 'tiny_model_dir']
 
 # %% ../nbs/05_models.ipynb #d4436886
 MINILM = 'minilm'
@@ -42,6 +43,40 @@ def resolve_model(
     if _looks_like_path(name):
         raise FileNotFoundError(f"Model path {name!r} does not exist. Give an existing folder (with config.json), 'minilm', or a hub id such as 'roberta-base'.")
     return name
+
+# %% ../nbs/05_models.ipynb #bf602811
+class HubUnreachable(ConnectionError):
+    "A hub id was given where the Hugging Face hub cannot be reached and the model is not in the local cache"
+
+def _reachable(url:str, timeout:float=3.0)->bool:
+    "Can this machine open a connection to `url`'s host? (True behind a proxy: let the download try)"
+    import socket
+    from urllib.parse import urlparse
+    if any(os.environ.get(k) for k in ('HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy')): return True
+    u = urlparse(url)
+    try: socket.create_connection((u.hostname, u.port or 443), timeout=timeout).close(); return True
+    except OSError: return False
+
+def hub_file(
+    repo:str,                   # a hub id such as 'roberta-base' or 'microsoft/deberta-v3-base'
+    filename:str='config.json', # the file of the model repository to get
+)->str:                         # a local path to the file
+    "A file of a hub model from the local cache, else from the hub; one clear error, at once, when neither can give it"
+    from huggingface_hub import try_to_load_from_cache, hf_hub_download, constants
+    from huggingface_hub.errors import RepositoryNotFoundError
+    cached = try_to_load_from_cache(repo, filename)
+    if isinstance(cached, str): return cached
+    offline = constants.HF_HUB_OFFLINE or os.environ.get('HF_HUB_OFFLINE', '').upper() in ('1', 'ON', 'YES', 'TRUE')
+    if not offline and _reachable(constants.ENDPOINT):
+        try: return hf_hub_download(repo, filename)
+        except RepositoryNotFoundError:
+            raise FileNotFoundError(f"No model {repo!r} on the Hugging Face hub (or it is gated or private: log in with "
+                                    "`hf auth login`). Check the name, or pass a local folder.") from None
+    raise HubUnreachable(
+        f"{repo!r} is a Hugging Face hub id, but the hub cannot be reached from this machine and the model is not in its cache. "
+        f"On Kaggle with the internet off (code competitions require it): add the model to the notebook as a Kaggle model or "
+        f"dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn the internet on in the "
+        f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a local folder.")
 
 # %% ../nbs/05_models.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>']}

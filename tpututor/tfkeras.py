@@ -13,6 +13,7 @@ from .frameworks import import_tf
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
+from .families import check_family
 from .strategy import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
 from .meter import Throughput, model_dims, train_flops, datasheet_peak
 from .backend import EpochLoop
@@ -35,6 +36,7 @@ def load_encoder(
     import_tf()
     import transformers
     from transformers import AutoConfig, TFAutoModel
+    check_family(cfg.model, 'tf')   # ModernBERT has no TensorFlow class: refused naming the backends that run it
     path = resolve_model(cfg.model)
     config = AutoConfig.from_pretrained(path)
     if cfg.dropout is not None:
@@ -149,13 +151,14 @@ def _gather_dataset(x:dict, y, batches):
     return tf.data.Dataset.from_tensor_slices((idx, lens)).map(get, num_parallel_calls=tf.data.AUTOTUNE)
 
 def _row_flops(cfg, data:Inputs, dims:dict)->float:
-    "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair)"
+    "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair); None when `dims` is"
+    if dims is None: return None
     lengths, w = row_lengths(data), width(data)
     padded = np.full(len(lengths), w)
     if cfg.buckets:
         buckets = choose_buckets(lengths, cfg.buckets, max_len=w)
         padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
-    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L) for L in padded]))
+    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))   # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
 
 def train_dataset(
     cfg:TrainConfig,   # buckets, epochs, seed
@@ -271,7 +274,7 @@ def _epoch_feed(tf):
             k, m, n = i + 1, float(logs['loss']), i + 1 - self.k
             chunk = (k * m - self.k * self.m) / n   # mean loss of the steps since the last call
             self.loop.history.step_loss.extend([chunk] * n)
-            self.bar.update(n); self.meter.add(n * self.batch, flops=n * self.step_flops)
+            self.bar.update(n); self.meter.add(n * self.batch, flops=self.step_flops and n * self.step_flops)
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {self.meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs=None):
@@ -356,7 +359,7 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
             n = min(spe, steps - done)
             out = (train_1(it) if n == 1 else train_n(it, tf.constant(n))).numpy()
             loop.history.step_loss.extend(out.tolist()); done += n
-            bar.update(n); meter.add(n * batch, flops=n * step_flops)
+            bar.update(n); meter.add(n * batch, flops=step_flops and n * step_flops)
             bar.set_postfix_str(f'loss {out[-1]:.4f}, {meter}', refresh=False)
         bar.close()
         secs, compiles = time.perf_counter() - t0, _traces(train_1, train_n) - traces
@@ -410,7 +413,8 @@ def fit_model(
     dims = model_dims(enc.config)
     sheet = datasheet_peak(_tf_kind(strategy), cfg.precision) if mfu else None   # None on a CPU (and a TPU: TensorFlow names no TPU kind)
     meter = Throughput(dims, peak, sheet and sheet * reps)
-    step_flops = batch * _row_flops(cfg, train, dims) / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
+    row_flops = _row_flops(cfg, train, dims)
+    step_flops = row_flops and batch * row_flops / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
     epochs = EpochLoop(cfg, model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch,
                        steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows

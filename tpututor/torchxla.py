@@ -19,6 +19,7 @@ from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_
 from .tasks import Task
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
+from .families import check_family
 from .xla import (CompileWatcher, compiles_during, count_compiles, count_cache_hits, use_compile_cache, compile_cache_status,
                   spmd_mesh, shard_batch, peak_flops, device_kind)
 from .meter import Throughput, model_dims, datasheet_peak, compile_cache_dir
@@ -173,8 +174,10 @@ def build_model(
     import transformers
     static_masks()   # one graph per step on transformers 4.57 and 5
     from transformers import AutoConfig, AutoModel
+    check_family(cfg.model, 'xla')
     path = resolve_model(cfg.model)
     conf = AutoConfig.from_pretrained(path)
+    if getattr(conf, 'reference_compile', False) is not False: conf.reference_compile = False   # ModernBERT: no torch.compile (Dynamo) inside an XLA graph
     if cfg.dropout is not None:
         for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout'):
             if hasattr(conf, k): setattr(conf, k, cfg.dropout)

@@ -6,6 +6,7 @@ job (`tpututor train`, 5 folds on the embedded data). The result table goes to t
 docs' install page) and results.json; full logs to runs/compat/.
     ./run.sh compat                  everything (about 30 minutes on 2 CPU cores)
     ./run.sh compat 09_keras ...     only these notebooks (no default job); the table keeps the other rows
+    ./run.sh compat families         only the family matrix (keras and xla), also written to bench/results/families.json
 """
 import datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
 from pathlib import Path
@@ -21,6 +22,7 @@ NOTEBOOKS = ['02_xla', '03_frameworks', '03a_jax', '09_keras', '10_torchxla',
 DISTS = ['torch', 'torch_xla', 'transformers', 'accelerate', 'jax', 'jaxlib', 'keras', 'keras-hub', 'tensorflow-cpu',
          'tokenizers', 'numpy']
 JOB = 'default job'
+FAMILIES = ['families keras', 'families xla']   # the family matrix (bench/bench_families.py), recorded under 'kaggle'
 
 def pins_hash()->str: return hashlib.sha256(PINS.read_bytes()).hexdigest()[:12]
 
@@ -61,6 +63,21 @@ def run_job()->dict:
     else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
     return row
 
+def run_families(backend)->dict:
+    t0 = time.time()
+    r = subprocess.run([sys.executable, str(ROOT/'bench'/'bench_families.py'), backend, '--key', 'kaggle'], capture_output=True, text=True, cwd=ROOT)
+    (LOGS / f'families_{backend}.log').write_text(r.stdout + '\n' + r.stderr)
+    row = {'what': f'families {backend}', 'ok': r.returncode == 0, 'seconds': round(time.time() - t0)}
+    if row['ok']:
+        rows = json.loads((ROOT/'bench'/'results'/'families.json').read_text())['kaggle'][backend]['rows']
+        ok = sorted({x['family'] for x in rows if x['status'] == 'ok'}); refused = sorted({x['family'] for x in rows if x['status'] == 'refused'})
+        failed = sorted({f"{x['family']}/{x['form']}" for x in rows if x['status'] == 'failed'})
+        row['ok'] = not failed
+        row['detail'] = f"{len(ok)} of 8 families train (hub-saved and bare)" + (f"; refused up front: {', '.join(refused)}" if refused else '') + \
+                        (f"; **failed**: {', '.join(failed)}" if failed else '')
+    else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
+    return row
+
 def table(res)->str:
     v = res['versions']
     lines = [f"## Tested against Kaggle's TPU image versions ({res['date']})", '',
@@ -78,22 +95,27 @@ def table(res)->str:
 
 def main(argv):
     if argv and argv[0] in ('-h', '--help'): print(__doc__); return 0
+    fam = 'families' in argv; argv = [a for a in argv if a != 'families']
     unknown = [a for a in argv if a not in NOTEBOOKS]
     if unknown: sys.exit(f"compat: unknown notebook(s) {unknown}; choose from {NOTEBOOKS}")
     LOGS.mkdir(parents=True, exist_ok=True)
-    todo = argv or NOTEBOOKS
+    todo = argv if argv or fam else NOTEBOOKS
     old = json.loads((HERE / 'results.json').read_text()) if (HERE / 'results.json').exists() else {}
-    rows = {r['what']: r for r in old.get('rows', [])} if argv and old.get('pins') == pins_hash() else {}
+    rows = {r['what']: r for r in old.get('rows', [])} if (argv or fam) and old.get('pins') == pins_hash() else {}
     for name in todo:
         print(f'== {name}', flush=True)
         rows[name] = run_notebook(name)
         print(f"   {'passed' if rows[name]['ok'] else 'FAILED: ' + rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
-    if not argv:
+    if fam or not argv:
+        for name in FAMILIES:
+            print(f'== {name}', flush=True)
+            rows[name] = run_families(name.split()[1]); print(f"   {rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
+    if not argv and not fam:
         print(f'== {JOB}', flush=True)
         rows[JOB] = run_job(); print(f"   {rows[JOB]['detail']} in {rows[JOB]['seconds']}s", flush=True)
     res = {'date': datetime.date.today().isoformat(), 'pins': pins_hash(), 'python': platform.python_version(),
            'machine': f'{os.cpu_count()} CPU cores', 'versions': versions(),
-           'rows': [rows[k] for k in NOTEBOOKS + [JOB] if k in rows]}
+           'rows': [rows[k] for k in NOTEBOOKS + FAMILIES + [JOB] if k in rows]}
     for name, text in (('results.json', json.dumps(res, indent=1) + '\n'), ('results.md', table(res))):
         tmp = HERE / (name + '.tmp'); tmp.write_text(text); tmp.replace(HERE / name)
     print(table(res))
