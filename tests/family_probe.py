@@ -22,7 +22,7 @@ def same_as_torch(folder)->float:
     x = features(enc)
     ours = np.asarray(sequence_output(bb({KERAS_INPUTS[f]: x[f] for f in input_fields(bb)})), np.float32)
     ref_model = transformers.AutoModel.from_pretrained(folder, attn_implementation='eager').eval()
-    takes = ref_model.forward.__code__.co_varnames
+    import inspect; takes = inspect.signature(ref_model.forward).parameters
     with torch.no_grad():
         ref = ref_model(**{k: torch.tensor(v, dtype=torch.long) for k, v in x.items() if k in takes}).last_hidden_state.numpy()
     m = enc.attention_mask.astype(bool)

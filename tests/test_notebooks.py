@@ -22,3 +22,13 @@ def test_notebook(nb):
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=clean_env())
     print(f'{nb.name}: {time.time()-t0:.0f}s\n{r.stdout[-3000:]}')
     assert r.returncode == 0 and 'Success.' in r.stdout, f'{nb.name} failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'
+
+# The TPU setting of a tutorial (its FULL branch: the model family, bf16, buckets, steps_per_execution, folds), run here on
+# the virtual TPU with a tiny random checkpoint of the same family and fewer rows (tpututor.families.rehearsal).
+REHEARSED = ['tutorials/01_keras_kfold.ipynb']
+
+@pytest.mark.parametrize('nb', REHEARSED)
+def test_tpu_setting(nb):
+    cmd = [venv_bin('nbdev-test'), str(NBS/nb), '--flags', 'slow']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=clean_env(TPUTUTOR_REHEARSE='1'))
+    assert r.returncode == 0 and 'Success.' in r.stdout, f'{nb} (TPU setting) failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'

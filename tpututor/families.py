@@ -22,8 +22,8 @@ FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, 
     'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM', tokenizer='roberta', backends=('keras', 'xla', 'tf', 'bow')),
     'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM', tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
     'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',     tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert',    backends=('xla', 'tf', 'bow')),
-    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',  tokenizer='bert',    backends=('xla', 'tf', 'bow')),
+    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
+    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',  tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
     'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'bow')),
 }
 
@@ -217,7 +217,8 @@ def tpu_model(
     if not rehearsal(): return name
     import tempfile
     from tpututor.data import rotten_tomatoes
-    return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')), rotten_tomatoes().text.tolist()[:1000], family, 'hub'))
+    return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')), rotten_tomatoes().text.tolist()[:1000], family, 'hub',
+                               max_len=512))   # as many positions as the real checkpoints: any length a TPU setting picks
 
 def tpu_rows(
     n:int|None,    # the TPU setting's row count (None: all)

@@ -21,11 +21,11 @@ _TF_MODULES = ('tensorflow', 'tensorflow_text')
 def keep_tf_out():
     "Inside the block, `import tensorflow` fails as if TensorFlow were not installed (unless it is already imported)"
     if sys.modules.get('tensorflow') is not None: yield; return
-    saved = {m: m in sys.modules for m in _TF_MODULES}
-    for m in _TF_MODULES: sys.modules[m] = None   # a None entry makes `import m` raise ImportError
+    mine = [m for m in _TF_MODULES if m not in sys.modules]   # an enclosing block's entries stay until it ends
+    for m in mine: sys.modules[m] = None   # a None entry makes `import m` raise ImportError
     try: yield
     finally:
-        for m in _TF_MODULES:
+        for m in mine:
             if sys.modules.get(m, 0) is None: del sys.modules[m]
 
 class KerasBackendError(RuntimeError):

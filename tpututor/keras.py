@@ -86,7 +86,7 @@ def load_backbone(
             raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
                              f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it again with "
                              "save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
-        with hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)
+        with keep_tf_out(), hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)   # KerasHub's file lookup would import TensorFlow
     _HF_CONFIGS[bb] = config
     return bb
 
