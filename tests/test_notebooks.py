@@ -25,7 +25,7 @@ def test_notebook(nb):
 
 # The TPU setting of a tutorial (its FULL branch: the model family, bf16, buckets, steps_per_execution, folds), run here on
 # the virtual TPU with a tiny random checkpoint of the same family and fewer rows (tpututor.families.rehearsal).
-REHEARSED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/03_xla_ranking.ipynb', 'tutorials/04_xla_cores.ipynb']
+REHEARSED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/02_tf_siamese.ipynb', 'tutorials/03_xla_ranking.ipynb', 'tutorials/04_xla_cores.ipynb']
 
 @pytest.mark.parametrize('nb', REHEARSED)
 def test_tpu_setting(nb):
