@@ -24,10 +24,10 @@ def main(argv):
     names = [a for a in argv if not a.startswith('--') and a != key] or (['keras', 'xla'] if key == 'kaggle' else ['keras', 'xla', 'tf'])
     path = RESULTS/'families.json'
     rec = json.loads(path.read_text()) if path.exists() else {}
-    for b in names:
+    for b in names:   # written after each backend: a later one that fails keeps the earlier ones' rows
         rows = run(b)
         rec.setdefault(key, {})[b] = dict(date=datetime.date.today().isoformat(), versions=versions(), rows=rows)
         print(f"{key} {b}: " + ', '.join(f"{x['family']}/{x['form']} {x['status']}" for x in rows), flush=True)
-    _write(path, json.dumps(rec, indent=1) + '\n')
+        _write(path, json.dumps(rec, indent=1) + '\n')
 
 if __name__ == '__main__': main(sys.argv[1:])
