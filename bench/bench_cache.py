@@ -2,14 +2,16 @@
 
 `tpututor train --rows 300 --folds 3 --epochs 1` (keras: `--devices 1`) run as a user runs it, each run a fresh
 process with a fresh run directory, all sharing one compile cache folder that starts empty (`--compile-cache`):
-  run 1  the job, cold cache (each fold compiles what no earlier fold compiled: its length buckets are its own);
+  run 1  the job, cold cache (fold 0 compiles every program; later folds reuse them);
   run 2  the same job again in a new run directory (warm cache);
   run 3  the same job again, killed with SIGKILL as soon as fold 0 is finished, then resumed with the same
          command (warm cache; the resumed process trains folds 1 and 2).
-Per fold, from what the run directory records: the fold's seconds (fold*/done.json: build, train, predict,
-save) and its training epoch's seconds, compiles and cache hits (fold*/history.json). The issue's check: the
-first fold a new process trains takes at most 1.3x a later fold of the same process. All folds of one process
-run under the same load, which is why the ratio is taken within a process.
+Per fold, from what the run directory records: the fold's seconds, programs compiled (training, validation and
+prediction), of those loaded from the cache, and the seconds compiling by the framework's own timers
+(fold*/done.json), and its training epoch's seconds (fold*/history.json). The checks: no fold after the first of
+a process compiles anything, and (where the runtime can load compiled programs: JAX) the first fold a new process
+trains takes at most 1.3x a later fold of the same process. All folds of one process run under the same load,
+which is why the ratio is taken within a process.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -22,7 +24,7 @@ def _fold_rows(run:Path, proc:str)->list:
         done, h = json.loads((fd.parent / 'done.json').read_text()), json.loads(fd.read_text())
         r = h['records'][0]
         rows.append(dict(run=proc, fold=int(fd.parent.name[4:]), fold_s=done['seconds'], train_s=round(r['seconds'], 1),
-                         compiles=r['compiles'], from_cache=r.get('cache_hits'), eval_compiles=r['eval_compiles']))
+                         compiles=done.get('compiles'), from_cache=done.get('cache_hits'), compile_s=done.get('compile_seconds')))
     return rows
 
 def _train(cmd, out:Path, env, kill_after_fold0=False)->float:
@@ -58,17 +60,19 @@ def measure(backend:str, rows=300, folds=3)->dict:
         a = next(r for r in f if r['fold'] == first); later = [r for r in f if r['fold'] > first]
         return {k: a[k] / (sum(r[k] for r in later) / len(later)) for k in ('fold_s', 'train_s')}
     fold0 = {r['run']: r['fold_s'] for r in rows if r['fold'] == 0}
-    res = dict(backend=backend, rows=rows, cold_over_rerun=fold0['1 cold'] / fold0['2 rerun'], walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
+    later = {p: sum(r['compiles'] for r in rows if r['run'] == p and r['fold'] > min(q['fold'] for q in rows if q['run'] == p))
+             for p in ('1 cold', '2 rerun', '3 resumed')}   # compiles after each process's first fold
+    res = dict(backend=backend, rows=rows, later_compiles=later, cold_over_rerun=fold0['1 cold'] / fold0['2 rerun'], walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
                cold=first_over_later('1 cold', 0), rerun=first_over_later('2 rerun', 0), resumed=first_over_later('3 resumed', 1))
     shutil.rmtree(tmp, ignore_errors=True)
     return res
 
-def main(backends=('keras',)):
+def main(backends=('keras', 'xla')):
     results = [measure(b) for b in backends]
     body, goals = [], []
     for r in results:
         b = r['backend']
-        body.append(f"### `--backend {b}`\n\n" + table(r['rows'], ['run', 'fold', 'fold_s', 'train_s', 'compiles', 'from_cache', 'eval_compiles']))
+        body.append(f"### `--backend {b}`\n\n" + table(r['rows'], ['run', 'fold', 'fold_s', 'train_s', 'compiles', 'from_cache', 'compile_s']))
         body.append(f"Cache folder after the runs: {r['cache_mb']} MB. Process wall seconds (start-up, tokenizing and "
                     f"every fold): " + ', '.join(f'run {k} {v}s' for k, v in r['walls'].items()) + '.')
         lines = [dict(process=k, first='fold 1' if k == 'resumed' else 'fold 0', fold_ratio=f"{r[k]['fold_s']:.2f}x",
@@ -77,18 +81,25 @@ def main(backends=('keras',)):
                     + table(lines, ['process', 'first', 'fold_ratio', 'train_ratio']))
         body.append(f"Fold 0 of the cold run took {r['cold_over_rerun']:.1f}x as long as fold 0 of the rerun (two processes, "
                     "so the machine's load may differ between them): what the cache saves a new run.")
+        n = sum(r['later_compiles'].values())
+        goals.append(dict(comparison=f"{b}: compiles after fold 0 (every later fold of the cold run, the rerun and the resumed run)",
+                          measured=str(n), goal='0', met=n == 0))
+        loads = b == 'keras'   # JAX loads compiled programs on every device; torch_xla's CPU runtime cannot (on a TPU it can)
         for k, what in (('rerun', 'a rerun (new run directory, warm cache)'), ('resumed', 'a resume after SIGKILL (warm cache)')):
             m = r[k]['fold_s']
-            goals.append(dict(comparison=f"{b}: first fold's time over a later fold's, {what}", measured=f'{m:.2f}x', goal='<= 1.3x', met=bool(m <= 1.3)))
-    body.append("`fold_s`: the fold's seconds in fold*/done.json (build the model, train, predict the validation rows, save); "
-                "`train_s`, `compiles`, `from_cache`: its training epoch's seconds, programs built and of those loaded from "
-                "the compile cache (fold*/history.json). `3 killed`: the process stopped with SIGKILL once fold 0 was "
-                "recorded; `3 resumed`: the same command again, which loads fold 0 and trains folds 1 and 2. In the cold "
-                "run a later fold loads the programs of the shapes an earlier fold compiled (the length buckets are chosen "
-                "from each fold's own rows, so some shapes are new); the same job again has the same folds and shapes. One epoch of 200 training rows "
-                "per fold (keras on one JAX device) keeps the bench short, so a compile is a large share of a fold; that makes the check harder, not easier.")
+            goals.append(dict(comparison=f"{b}: first fold's time over a later fold's, {what}" + ('' if loads else ' (this CPU runtime cannot load the cache)'),
+                              measured=f'{m:.2f}x', goal='<= 1.3x' if loads else 'reported', met=bool(m <= 1.3) if loads else None))
+    body.append("`fold_s`: the fold's seconds in fold*/done.json (build the model, train, predict the validation and test rows, save); "
+                "`compiles`, `from_cache`, `compile_s`: the programs the fold made (training, validation, prediction), of those "
+                "loaded from the compile cache, and the seconds spent tracing, lowering and compiling or loading them, by the "
+                "framework's own counters (fold*/done.json); `train_s`: its training epoch's seconds (fold*/history.json). "
+                "`3 killed`: the process stopped with SIGKILL once fold 0 was recorded; `3 resumed`: the same command again, "
+                "which loads fold 0 and trains folds 1 and 2. Every fold pads to the length buckets the run chose once from all "
+                "its rows, and the keras backend restarts fold 0's model (first weights back, the fold's step count in the "
+                "optimizer's variables), so later folds run the programs fold 0 made. One epoch of 200 training rows per fold "
+                "(keras on one JAX device) keeps the bench short, so a compile is a large share of a fold; that makes the check harder, not easier.")
     report('cache', 'Compile cache: a rerun and a resume compile nothing new', '\n\n'.join(body),
            './run.sh bench cache', goals)
 
 if __name__ == '__main__':
-    main(tuple(sys.argv[1:]) or ('keras',))
+    main(tuple(sys.argv[1:]) or ('keras', 'xla'))

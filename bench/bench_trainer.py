@@ -45,7 +45,7 @@ def main(n_train=600, n_test=240, folds=3, max_len=64, buckets=4, batch=32, back
     from tpututor.tokenize import encode
     from tpututor.torchxla import XlaBackend
     from tpututor.xla import count_compiles
-    from tpututor.jaxdev import import_keras, count_compiles as jax_compiles
+    from tpututor.jaxdev import import_keras
     import_keras('jax')
     from tpututor.keras import KerasBackend
     tf = import_tf() if 'tf' in backends else None
@@ -85,16 +85,21 @@ def main(n_train=600, n_test=240, folds=3, max_len=64, buckets=4, batch=32, back
         prob = lambda texts, labels: torch.softmax(torch.from_numpy(t.predict(Rows(texts, labels)).predictions).float(), -1).numpy()
         return (secs, comp, prob(tr.text.values[fold == i], y[fold == i]), prob(te.text.values, y_te)), {}
 
-    def ours_fold(be, counter, b, tr_idx, va_idx):   # one tpututor backend, its compile counter (None: its History's), buckets
+    from tpututor.kfold import fixed_shapes, compile_cost
+    def ours_fold(be, b, tr_idx, va_idx):   # one tpututor backend (kept over the folds, as run_kfold keeps it), buckets
         cfg = TrainConfig(model='minilm', max_len=max_len, buckets=b, batch_size=batch, epochs=1, lr=5e-5, seed=42)
-        c0, t0 = counter() if counter else 0, time.perf_counter()
+        cfg = fixed_shapes(cfg, enc, enc_te, fold, batch * be.replicas())   # the run's buckets, chosen once (as run_kfold does)
+        stats = getattr(be, 'compile_stats', None)   # JAX and torch_xla count compiles and their seconds; tf: its History's traces
+        c0, t0 = stats() if stats else None, time.perf_counter()
         model, hist = be.fit(cfg, enc[tr_idx], y[tr_idx])
         secs = time.perf_counter() - t0
-        comp = counter() - c0 if counter else sum(hist.column('compiles'))
-        hits = sum(h or 0 for h in hist.column('cache_hits'))   # of them, programs read back from the compile cache
-        out = secs, f'{comp} ({hits} from the cache)' if hits else comp, be.predict(cfg, model, enc[va_idx]), be.predict(cfg, model, enc_te)
+        out = [be.predict(cfg, model, enc[va_idx]), be.predict(cfg, model, enc_te)]
+        if stats:
+            c = compile_cost(c0, stats())
+            comp = f"{c['compiles']} ({c['compile_seconds']:.1f}s{', %d from the cache' % c['cache_hits'] if c['cache_hits'] else ''})"
+        else: comp = f"{sum(hist.column('compiles'))} traces"
         be.free(model)
-        return out, {**hist.rate(), 'peak_flops': hist.get('peak_flops')}
+        return (secs, comp, *out), {**hist.rate(), 'peak_flops': hist.get('peak_flops')}
 
     names = {'trainer': f'HF Trainer + accelerate (torch_xla), padded to {max_len}',
              'keras': f'tpututor `keras`: Keras 3 on JAX, {buckets} length buckets',
@@ -103,16 +108,16 @@ def main(n_train=600, n_test=240, folds=3, max_len=64, buckets=4, batch=32, back
              'buckets': f'tpututor `xla`: PyTorch/XLA, {buckets} length buckets'}
     names = {k: v for k, v in names.items() if k in backends}
     runs = {k: dict(secs=[], comp=[], oof=np.zeros((len(tr), 2), np.float32), test=[], rate=[]) for k in names}
+    bes = {k: KerasBackend(verbose=False) if k == 'keras' else TfBackend(verbose=False) if k == 'tf' else XlaBackend(verbose=False)
+           for k in names if k != 'trainer'}   # one backend per run, over all its folds
     for i in range(folds):
         tr_idx, va_idx = np.flatnonzero(fold != i), np.flatnonzero(fold == i)
         for k in names:
             if k == 'trainer': res, rate = trainer_fold(i, tr_idx)
-            elif k == 'keras': res, rate = ours_fold(KerasBackend(verbose=False), jax_compiles, buckets, tr_idx, va_idx)
-            elif k == 'tf': res, rate = ours_fold(TfBackend(verbose=False), None, buckets, tr_idx, va_idx)
-            else: res, rate = ours_fold(XlaBackend(verbose=False), count_compiles, 0 if k == 'fixed' else buckets, tr_idx, va_idx)
+            else: res, rate = ours_fold(bes[k], 0 if k == 'fixed' else buckets, tr_idx, va_idx)
             r = runs[k]; r['secs'].append(res[0]); r['comp'].append(res[1]); r['oof'][va_idx] = res[2]
             r['test'].append(res[3]); r['rate'].append(rate)
-            print(f'fold {i}: {names[k]}: {res[0]:.1f}s, {res[1]} compiles', flush=True)
+            print(f'fold {i}: {names[k]}: {res[0]:.1f}s, compiles {res[1]}', flush=True)
     n_rows = [int((fold != i).sum()) // batch * batch for i in range(folds)]   # rows trained per fold (full batches)
     # The Trainer's MFU by the same meter: its padded FLOPs over the measured peak of the one XLA device
     peak = next((r['peak_flops'] for k in ('fixed', 'buckets') if k in runs for r in runs[k]['rate'] if r.get('peak_flops')), None)
@@ -175,11 +180,11 @@ def main(n_train=600, n_test=240, folds=3, max_len=64, buckets=4, batch=32, back
         "per fold for every bucket length (the graph takes any length), so its buckets cost no compile, while the "
         "Trainer, `xla` and `keras` compile an XLA program per shape; in later folds what is left is the buckets' cut "
         "in FLOPs, at a lower MFU than the padded batches (smaller matrices).")
-    if 'keras' in runs: lines.append(
-        "- Why `keras` compiles in every fold: each fold builds a new model, whose train step is a new program; the "
-        "compile cache reads it back only when an earlier fold compiled the same program, and the learning-rate "
-        "schedule's step count is a constant inside it, so a fold with a different number of steps (the bucketed "
-        "batches of each fold differ) compiles again.")
+    if 'keras' in runs or 'buckets' in runs: lines.append(
+        "- `keras` and `xla` compile nothing after the first fold: the run's length buckets are chosen once from all its "
+        "rows, `xla` keeps its compiled graphs in the process, and `keras` restarts the first fold's model (first "
+        "weights back, the fold's step count in the optimizer's variables), so every later fold runs the programs "
+        "the first one made.")
     body = table(rows, cols) + '\n\n' + '\n'.join(lines)
     from tpututor.xla import compile_cache_status
     why = compile_cache_status()['why']
@@ -195,9 +200,10 @@ def main(n_train=600, n_test=240, folds=3, max_len=64, buckets=4, batch=32, back
              "(TPUTUTOR_COMPILE_CACHE) pointed at a new empty folder, so these are first-run figures: a program is read "
              "back from the cache only when an earlier fold of this run wrote it (counted as 'from the cache'). A rerun "
              f"on the same machine would read JAX's programs back (the `keras` backend); {xla_note}; tf-keras traces its "
-             "graph again in every process. Compiles: XLA compiles of the process during `fit` for "
-             "the Trainer and `xla` (torch_xla's metrics) and `keras` (JAX's, which counts every small jitted operation "
-             "too: loading weights and building the optimizer compile a few dozen once per process); for `tf`, the "
+             "graph again in every process. Compiles: for the Trainer, XLA compiles of the process during `fit` (torch_xla's "
+             "metrics); for `xla` and `keras`, the programs the fold made while training and predicting, with the seconds "
+             "spent making them, from the backend's `compile_stats` (torch_xla's metrics; JAX's own counters, which count "
+             "every small jitted operation too: loading weights and building the optimizer compile a few dozen once per process); for `tf`, the "
              "traces of the Keras train function (tf-keras runs it as a TensorFlow graph, without XLA, so a trace is "
              "its compile). The Trainer's torch.optim.AdamW compiles a second step graph after step 1 (its step "
              "counter becomes a device tensor), one of the compiles in its first fold. MFU is tpututor's meter: "

@@ -1,7 +1,9 @@
 """k-fold runs on the transformer backends, through the CLI as a user runs them (tiny models, so fast):
-both backends produce a complete run directory; a run killed with SIGKILL during its second fold resumes
-without redoing the first and ends with the same predictions as an uninterrupted run."""
-import os, signal, subprocess, time
+every backend produces a complete run directory from length buckets and folds of unequal sizes, and the
+backends that count their compiles (keras, xla) compile nothing after the first fold; a run killed with
+SIGKILL during its second fold resumes without redoing the first and ends with the same predictions as an
+uninterrupted run."""
+import json, os, signal, subprocess, time
 from pathlib import Path
 import numpy as np, pandas as pd
 import pytest
@@ -12,33 +14,42 @@ def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp('e2e')
     from tpututor.data import rotten_tomatoes
     from tpututor.models import tiny_model_dir
-    rt = rotten_tomatoes().sample(360, random_state=1).reset_index(drop=True)
-    rt[['text', 'label']][:300].to_csv(d/'train.csv', index=False)
-    rt[['text']][300:].assign(id=range(60)).to_csv(d/'test.csv', index=False)
+    rt = rotten_tomatoes().sample(370, random_state=1).reset_index(drop=True)
+    rt[['text', 'label']][:310].to_csv(d/'train.csv', index=False)   # folds of 104, 103, 103 rows
+    rt[['text']][310:].assign(id=range(60)).to_csv(d/'test.csv', index=False)
     tiny_model_dir(d/'tiny', rotten_tomatoes().text[:2000], 'bert', vocab_size=1000, hidden=32, layers=1, heads=2, max_len=64)
     return d
 
 def cmd(d, backend, out, folds=3):
     return [venv_bin('tpututor'), 'train', '--data', str(d/'train.csv'), '--test', str(d/'test.csv'), '--model', str(d/'tiny'),
-            '--backend', backend, '--folds', str(folds), '--epochs', '2', '--max-len', '32', '--batch-size', '4', '--out', str(out)]
+            '--backend', backend, '--folds', str(folds), '--epochs', '2', '--max-len', '32', '--buckets', '3', '--batch-size', '4', '--out', str(out)]
 
 def run(args):
     r = subprocess.run(args, capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     return r.stdout
 
-@pytest.mark.parametrize('backend', ['xla', 'tf'])
+@pytest.mark.parametrize('backend', ['keras', 'xla', 'tf'])
 def test_kfold_end_to_end(setup, backend, tmp_path):
     out = tmp_path/'run'
     stdout = run(cmd(setup, backend, out))
     assert 'out-of-fold accuracy' in stdout
     oof, folds = np.load(out/'oof.npy'), np.load(out/'folds.npy')
-    assert oof.shape == (300, 2) and not np.isnan(oof).any()           # every training row predicted exactly once
-    assert np.bincount(folds).tolist() == [100, 100, 100]
+    assert oof.shape == (310, 2) and not np.isnan(oof).any()           # every training row predicted exactly once
+    assert np.bincount(folds).tolist() == [104, 103, 103]
     np.testing.assert_allclose(oof.sum(1), 1, rtol=1e-4)                # probabilities
     per_fold = np.stack([np.load(out/f'fold{i}/test.npy') for i in range(3)])
     np.testing.assert_allclose(np.load(out/'test.npy'), per_fold.mean(0), rtol=1e-6)
     for i in range(3): assert (out/f'fold{i}/weights.safetensors').stat().st_size > 10_000
+    summary = json.loads((out/'summary.json').read_text())
+    if backend != 'tf':   # JAX and torch_xla count their compiles: folds 1 and 2 make none (the same shapes, the same programs)
+        compiles = [f['compiles'] for f in summary['fold_scores']]
+        assert compiles[0] > 0 and compiles[1:] == [0, 0], compiles
+        assert summary['compiles']['after_first_fold'] == 0 and summary['compiles']['first_seconds'] > 0, summary['compiles']
+        assert 'compiles expected: in fold 0, one training and one prediction program for each of' in stdout
+        assert 'compiles: ' in stdout and ' after it (0.0s)' in stdout
+        epochs = [l for l in stdout.splitlines() if l.startswith('epoch ')]
+        assert len(epochs) == 6 and all(', 0 compiles (+0 evaluating)' in l for l in epochs[2:]), epochs
     sub = pd.read_csv(out/'predictions.csv'); assert len(sub) == 60 and sub.id.tolist() == list(range(60))
     assert list(sub.columns) == ['id', 'label', 'prob_0', 'prob_1']
     # predict from the saved weights reproduces the averaged test predictions

@@ -14,14 +14,14 @@ from .config import TrainConfig, PRECISIONS
 from .tasks import TASKS, get_task
 from .backend import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
-from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds
+from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds, COMPILE_KEYS
 from .tokenize import encode
 from .meter import mfu_text, compile_cache_dir, compile_cache_report, clear_compile_cache
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser',
            'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend',
-           'train', 'print_summary', 'predict', 'main', 'cache']
+           'train', 'compile_summary', 'print_summary', 'predict', 'main', 'cache']
 
 # %% ../nbs/12_cli.ipynb #58805425
 DEFAULT_BACKEND = 'xla'   # measured: see DEFAULT_BACKEND_WHY
@@ -267,6 +267,7 @@ def train(args)->dict:
     write_json(out/'cli.json', cli)
     summary = {'data': data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
                'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
+    if any('compiles' in f for f in res.fold_scores): summary['compiles'] = compile_summary(res.fold_scores)
     if res.test is not None:
         summary['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, test_df, cli, args.id))]
         if sample is not None: summary['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, test_df, cli, args.id, sample)))
@@ -280,10 +281,16 @@ def train(args)->dict:
     return summary
 
 # %% ../nbs/12_cli.ipynb #c55fcee5
+def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_hits, after_first_fold, after_seconds
+    "What the run compiled in its first fold and in all later folds (whose goal is 0), from the folds' records"
+    first, rest = folds[0], folds[1:]
+    return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'), first_cache_hits=first.get('cache_hits'),
+                after_first_fold=sum(f.get('compiles') or 0 for f in rest), after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
+
 def print_summary(s:dict, task:str):
     "The table printed at the end of a run"
     key = MAIN_METRIC[task]
-    rows = pd.DataFrame(s['fold_scores']).set_index('fold')
+    rows = pd.DataFrame(s['fold_scores']).set_index('fold').drop(columns=list(COMPILE_KEYS), errors='ignore')   # compiles: a line of their own
     print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
     print(rows.round(4).to_string())
@@ -294,6 +301,11 @@ def print_summary(s:dict, task:str):
         mean = lambda k: rows[k].dropna().mean() if k in rows and rows[k].notna().any() else None
         m = mfu_text(mean('mfu'), mean('mfu_datasheet'))
         print(f"training: {speed.mean():,.1f} examples/s" + (f", {m}" if m else '') + ' (mean over the folds)')
+    if 'compiles' in s:
+        c = s['compiles']
+        hits = f", {c['first_cache_hits']} from cache" if c['first_cache_hits'] else ''
+        print(f"compiles: {c['first_fold']} in the first fold ({c['first_seconds']:.1f}s{hits}), "
+              f"{c['after_first_fold']} after it ({c['after_seconds']:.1f}s)")
     for p in s.get('written', []): print(f"predictions: {p}")
     print(f"time {s['seconds']:.0f}s")
 

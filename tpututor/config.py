@@ -10,12 +10,12 @@ import dataclasses, json
 from dataclasses import dataclass, asdict
 from typing import Union
 import numpy as np
-from .tokenize import Encoded
+from .tokenize import Encoded, choose_buckets
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'Inputs', 'FIELDS', 'TrainConfig', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
-           'check_inputs', 'lr_at']
+__all__ = ['PRECISIONS', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_targets', 'n_rows', 'take',
+           'row_lengths', 'width', 'features', 'check_inputs', 'length_plan', 'steps_per_call', 'lr_at']
 
 # %% ../nbs/07_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'fp16')
@@ -28,6 +28,7 @@ class TrainConfig:
     n_outputs:int=2             # classes (classification) or targets (multilabel, regression, siamese); 1 for ranking
     max_len:int=128             # tokens per text (the longest bucket when buckets > 0)
     buckets:int=0               # 0: every batch padded to max_len; N: N length buckets (N compiled shapes)
+    bucket_lengths:tuple|None=None # the buckets' lengths when fixed for a whole run (`run_kfold` sets them from every row); None: chosen from each fit's rows
     batch_size:int=32           # per replica; global batch = batch_size x replicas
     epochs:int=2                # passes over the training data
     lr:float=5e-5               # peak learning rate (AdamW)
@@ -37,7 +38,7 @@ class TrainConfig:
     grad_clip:float=1.0         # clip the global gradient norm to this (0: off)
     grad_accum:int=1            # micro-batches per optimizer step
     precision:str='fp32'        # fp32, bf16 (TPU, CPU, GPU) or fp16 (GPU, with loss scaling)
-    steps_per_execution:int=1   # Keras: steps run per call into the device (TPU: 32 or more)
+    steps_per_execution:int|None=None # Keras: steps run per call into the device; None: `TPU_STEPS_PER_EXECUTION` on a TPU, 1 elsewhere
     patience:int=0              # early stopping: epochs without a better validation loss (0: off)
     margin:float=0.5            # ranking: margin of the pairwise loss
     dropout:float|None=None     # override the model's dropout (None: keep)
@@ -51,11 +52,17 @@ class TrainConfig:
         spec = get_task(self.task)
         need(self.precision in PRECISIONS, f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
         spec.check_outputs(self.n_outputs)
-        for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'steps_per_execution', 'patience', 'seed'):
+        spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
+        for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed') + spe:
             need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool), f"{name}={getattr(self, name)!r} must be an integer")
         need(self.max_len >= 8, f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
         need(self.buckets >= 0, f"buckets={self.buckets} must be 0 (fixed length) or a positive number of buckets")
-        for name in ('batch_size', 'epochs', 'grad_accum', 'steps_per_execution'):
+        if self.bucket_lengths is not None:
+            L = self.bucket_lengths
+            need(isinstance(L, (tuple, list)) and len(L) > 0 and all(isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
+                 and list(L) == sorted(set(L)), f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
+            object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
+        for name in ('batch_size', 'epochs', 'grad_accum') + spe:
             need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
         need(self.lr > 0, f"lr={self.lr} must be positive")
         need(0 <= self.warmup < 1, f"warmup={self.warmup} is a fraction of the training steps: use 0 <= warmup < 1")
@@ -148,6 +155,29 @@ def check_inputs(
     n = n_rows(data)
     if n == 0: raise ValueError(f"no {what} rows")
     return n
+
+# %% ../nbs/07_config.ipynb #c1cacead
+TPU_STEPS_PER_EXECUTION = 32   # steps per call into a TPU when `steps_per_execution` is None (the Keras TPU guides use 32 and up)
+
+def length_plan(
+    cfg:TrainConfig,   # `buckets` and `bucket_lengths`
+    data:Inputs,       # the rows to pad
+)->list:               # sorted lengths; every row fits the last
+    "The lengths `data` is padded to: `cfg.bucket_lengths` (plus the arrays' width for a longer row), N chosen for these rows, or the width"
+    w, lengths = width(data), row_lengths(data)
+    if cfg.bucket_lengths:
+        L = [l for l in cfg.bucket_lengths if l <= w]
+        return L + [w] if not L or lengths.max() > L[-1] else L
+    return choose_buckets(lengths, cfg.buckets, max_len=w) if cfg.buckets else [w]
+
+def steps_per_call(
+    cfg:TrainConfig,   # `steps_per_execution`
+    tpu:bool,          # the run is on a TPU
+    steps:int,         # steps in an epoch (never more per call)
+)->int:
+    "Steps per call into the device: the configured number, or `TPU_STEPS_PER_EXECUTION` on a TPU and 1 elsewhere"
+    n = cfg.steps_per_execution or (TPU_STEPS_PER_EXECUTION if tpu else 1)
+    return max(1, min(n, steps))
 
 # %% ../nbs/07_config.ipynb #5161e9ea
 def lr_at(

@@ -11,8 +11,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'VirtualDevicesError', 'virtual_jax',
-           'describe_jax', 'count_compiles', 'count_cache_hits', 'use_compile_cache', 'main_process', 'init_multihost',
-           'gather', 'agree', 'local_rows', 'peak_flops']
+           'describe_jax', 'count_compiles', 'compile_seconds', 'count_cache_hits', 'use_compile_cache', 'main_process',
+           'init_multihost', 'gather', 'agree', 'local_rows', 'peak_flops']
 
 # %% ../nbs/03a_jax.ipynb #fe9cbe2a
 _TF_MODULES = ('tensorflow', 'tensorflow_text')
@@ -92,10 +92,12 @@ def describe_jax()->str: # e.g. 'JAX, 8 devices (cpu)' or 'JAX, 2 processes x 4 
 
 # %% ../nbs/03a_jax.ipynb #d285b21f
 _COMPILE_EVENT = '/jax/core/compile/backend_compile_duration'
-_COMPILES = [0]
+_COST_EVENTS = (_COMPILE_EVENT, '/jax/core/compile/jaxpr_trace_duration', '/jax/core/compile/jaxpr_to_mlir_module_duration')
+_COMPILES, _COMPILE_SECS = [0], [0.0]
 
 def _on_event(event, duration, **kw):
     if event == _COMPILE_EVENT: _COMPILES[0] += 1
+    if event in _COST_EVENTS: _COMPILE_SECS[0] += duration
 
 def count_compiles()->int: # XLA compiles JAX has made in this process since the first call
     "How many programs JAX has compiled in this process (counted from the first call of this function)"
@@ -103,6 +105,11 @@ def count_compiles()->int: # XLA compiles JAX has made in this process since the
     if not getattr(count_compiles, '_on', False):
         jax.monitoring.register_event_duration_secs_listener(_on_event); count_compiles._on = True
     return _COMPILES[0]
+
+def compile_seconds()->float: # seconds JAX spent tracing, lowering and compiling in this process since the first count
+    "Time JAX has spent making programs (tracing to a jaxpr, lowering to StableHLO, XLA's compile or a cache load), from its own timers"
+    count_compiles()
+    return _COMPILE_SECS[0]
 
 # %% ../nbs/03a_jax.ipynb #ed8cc3f6
 _HIT_EVENT = '/jax/compilation_cache/cache_hits'

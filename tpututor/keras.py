@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
-from .jaxdev import import_keras, keep_tf_out, count_compiles, count_cache_hits, use_compile_cache, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
-from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
+from .jaxdev import import_keras, keep_tf_out, count_compiles, count_cache_hits, compile_seconds, use_compile_cache, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
+from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .families import model_config, check_family, keras_preset_name
@@ -23,9 +23,9 @@ from .tfkeras import prediction_batches, _row_flops   # batch planning, FLOPs pe
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'sequence_output', 'input_fields', 'build_model',
-           'scorer', 'backbone_of', 'per_example_loss', 'lr_schedule', 'make_optimizer', 'train_batches',
-           'data_parallel', 'n_devices', 'describe', 'predict', 'fit_model', 'save_weights', 'load_weights',
-           'KerasBackend']
+           'scorer', 'backbone_of', 'per_example_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer',
+           'optimizer_state', 'train_batches', 'data_parallel', 'n_devices', 'describe', 'predict', 'fit_model',
+           'save_weights', 'load_weights', 'KerasBackend']
 
 # %% ../nbs/09_keras.ipynb #cccba99e
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
@@ -173,13 +173,22 @@ def lr_schedule(
     total:int,         # optimizer steps of the run
     warmup:float=0.1,  # fraction of steps warming up
 ):                     # a `keras.optimizers.schedules.LearningRateSchedule`
-    "`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0"
+    "`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0; after `bind`, the step counts are optimizer state"
     keras = import_keras(); ops = keras.ops
-    w = int(total * warmup)
+    counts = lambda t: (float(t), float(int(t * warmup)))   # (total, warm-up) steps, as `lr_at` counts them
     class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
+        steps = None   # [total, warm-up] as variables of the optimizer, once bound
+        def bind(self, optimizer):
+            "Keep the step counts in variables of `optimizer`: inputs of the compiled train step, not constants baked into it"
+            self.steps = [optimizer.add_variable((), initializer=keras.initializers.Constant(v), dtype='float32', name=n)
+                          for n, v in zip(('schedule_total', 'schedule_warmup'), counts(total))]
+        def restart(self, new_total:int):
+            "The schedule of a run of `new_total` steps, without a new compile"
+            for v, c in zip(self.steps, counts(new_total)): v.assign(np.float32(c))
         def __call__(self, step):
             s = ops.cast(step, 'float32')
-            return ops.where(s < w, peak * (s + 1.0) / max(w, 1), peak * ops.maximum(0.0, (total - s) / max(1, total - w)))
+            t, w = self.steps or counts(total)
+            return ops.where(s < w, peak * (s + 1.0) / ops.maximum(w, 1.0), peak * ops.maximum(0.0, (t - s) / ops.maximum(1.0, t - w)))
         def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
     return WarmupLinear()
 
@@ -188,14 +197,33 @@ def make_optimizer(
     total:int,         # optimizer steps of the run
     replicas:int,      # devices training in sync (for `scale_lr`)
 ):                     # a `keras.optimizers.AdamW`
-    "AdamW on the shared schedule, no weight decay on biases and LayerNorm, gradients accumulated over `grad_accum` batches"
+    "AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm, gradients accumulated over `grad_accum` batches"
     keras = import_keras()
     lr = cfg.lr * replicas if cfg.scale_lr else cfg.lr
     opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup), weight_decay=cfg.weight_decay, epsilon=1e-6,
                                  global_clipnorm=cfg.grad_clip or None,
                                  gradient_accumulation_steps=cfg.grad_accum if cfg.grad_accum > 1 else None)
     opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
+    opt.learning_rate_schedule = opt._learning_rate   # noqa: the schedule object (`learning_rate` reads its current value)
+    opt.learning_rate_schedule.bind(opt)
     return opt
+
+def restart_optimizer(
+    opt,         # an optimizer from `make_optimizer`, built
+    init:list,   # its variables' values when built (`optimizer_state`)
+    total:int,   # optimizer steps of the new run
+):
+    "Put `opt` back to its state before any step, on the schedule of `total` steps: a new fold on the same compiled train step"
+    for v, a in zip(opt.variables, init): v.assign(np.zeros(v.shape, v.dtype) if a is None else a)
+    getattr(opt, 'inner_optimizer', opt).learning_rate_schedule.restart(total)   # fp16: inside the loss-scale wrapper
+
+def optimizer_state(opt)->list: # per variable: a numpy copy, or None for all zeros (most of AdamW's state)
+    "The values of `opt`'s variables, kept on the host to restart it"
+    out = []
+    for v in opt.variables:
+        a = _local(v.value)
+        out.append(None if not np.any(a) else np.array(a))
+    return out
 
 # %% ../nbs/09_keras.ipynb #0433eb99
 def _keras_batch(x:dict, idx, L:int|None, rows:slice)->dict:
@@ -216,10 +244,10 @@ def train_batches(
     if n < batch: raise ValueError(f"{n} training rows are fewer than one global batch of {batch} "
                                    f"(batch_size x devices): lower batch_size or use more rows")
     lengths, w = row_lengths(data), width(data)
-    buckets = choose_buckets(lengths, cfg.buckets, max_len=w) if cfg.buckets else [w]
+    buckets = length_plan(cfg, data)
     plan = []
     for e in range(epochs or cfg.epochs):
-        if cfg.buckets: plan.append(bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True))
+        if len(buckets) > 1 or cfg.buckets: plan.append(bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True))
         else:
             order = np.random.default_rng(cfg.seed + e).permutation(n)
             plan.append([(w, order[i:i + batch]) for i in range(0, n - batch + 1, batch)])
@@ -269,6 +297,10 @@ def _hits()->int: return count_cache_hits() if on_jax() else 0     # ... and loa
 def _weights(model)->list: return [_local(v.value) for v in model.weights]
 def _set_weights(model, arrays):
     for v, a in zip(model.weights, arrays): v.assign(a)
+_RESTART = weakref.WeakKeyDictionary()   # model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
+def _values(variables)->list: return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
+def _set_values(variables, arrays):
+    for v, a in zip(variables, arrays): v.assign(a)
 
 # %% ../nbs/09_keras.ipynb #d5ed09de
 def _forward(model):
@@ -298,10 +330,10 @@ def _local(a)->np.ndarray:
     "A replicated JAX array as numpy (each process holds all of it)"
     return np.asarray(a.addressable_data(0)) if hasattr(a, 'addressable_data') else import_keras().ops.convert_to_numpy(a)
 
-def _predict_arrays(model, data:Inputs, batch:int, buckets:int=0)->np.ndarray:
+def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
     lengths, w = row_lengths(data), width(data)
-    plan = prediction_batches(lengths, batch, choose_buckets(lengths, buckets, max_len=w) if buckets else [w])
+    plan = prediction_batches(lengths, batch, length_plan(cfg, data))
     x = features(data, input_fields(backbone_of(model)))
     if on_jax():
         rows, f = local_rows(batch), _forward(model)
@@ -326,7 +358,7 @@ def predict(
     if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
-    return _predict_arrays(model, data, batch, cfg.buckets)
+    return _predict_arrays(model, data, batch, cfg)
 
 # %% ../nbs/09_keras.ipynb #d630f24e
 def fit_model(
@@ -337,10 +369,11 @@ def fit_model(
     y_valid=None,        # validation targets
     verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
+    spare=None,          # a model an earlier `fit_model` built for this same `cfg`, no longer needed: reset to its first state and trained on its compiled programs
     mfu:bool=True,       # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
 )->tuple:                # (model, `History`)
-    "Build (or take) a model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
+    "Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
     keras = import_keras()
     from tpututor.xla import CompileWatcher
     reps = n_devices()
@@ -348,14 +381,25 @@ def fit_model(
     y = check_targets(cfg, y_train, n)
     y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.spec.targets == 'classes' else y.astype(np.float32)
     yv = None if valid is None else check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
-    if model is None: model = build_model(cfg)
+    restart = _RESTART.get(spare) if model is None and spare is not None else None
+    if restart is not None and restart[0] != cfg: restart = None   # another config: other programs
+    built = model is None and not restart
+    if model is None: model = spare if restart else build_model(cfg)
     bb = backbone_of(model)
     batch = cfg.batch_size * reps
     gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))
     opt_steps = steps * cfg.epochs // cfg.grad_accum
     if opt_steps == 0: raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
-    spe = min(cfg.steps_per_execution, steps)
-    model.compile(optimizer=make_optimizer(cfg, opt_steps, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
+    spe = steps_per_call(cfg, on_jax() and _jax_kind().startswith('TPU'), steps)
+    if restart:   # the same programs: first weights back, optimizer state zeroed, this fit's step count in the schedule's variables
+        _set_values(model.variables, restart[1]); restart_optimizer(model.optimizer, restart[2], opt_steps)
+        model.steps_per_execution = spe
+    else:
+        first = _values(model.variables) if built else None   # before any step: what a restart puts back
+        model.compile(optimizer=make_optimizer(cfg, opt_steps, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
+        model.optimizer.build(model.trainable_variables)
+        if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
+        else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
     peak = device_peak('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu and on_jax() else None
     dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
     sheet = datasheet_peak(_jax_kind(), cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
@@ -364,7 +408,7 @@ def fit_model(
     step_flops = row_flops and batch * row_flops / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
                      steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps,
-                     devices=describe(), recompiles=[])
+                     devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
     def validate(): # (validation loss, compiles while predicting), or (None, 0) without validation rows
         if valid is None: return None, 0
         c = _compiles()
@@ -373,20 +417,22 @@ def fit_model(
     class Epochs(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             self.k, self.m, self.t0 = 0, 0.0, time.perf_counter()
-            self.w = CompileWatcher(warmup=(1 if cfg.buckets == 0 else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}',
+            self.w = CompileWatcher(warmup=(1 if len(set(shapes)) == 1 else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}',
                                     counter=_compiles).start()
             if watchers is not None: watchers.append(self.w)
-            meter.reset(); self.bar = loop.bar(steps, epoch + 1); self.hits = _hits()
+            meter.reset(); self.bar = loop.bar(steps, epoch + 1); self.hits, self.calls = _hits(), 0
         def on_train_batch_end(self, i, logs=None):
-            k, m = i + 1, float(logs['loss'])
+            k, m = i + 1, float(logs['loss'])   # reading the loss waits for the device: one round trip per call
+            self.calls += 1
             chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
             loop.history.step_loss.extend([chunk] * (k - self.k))
-            self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if cfg.buckets == 0 else None)
+            self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if len(set(shapes)) == 1 else None)
             self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=step_flops and (k - self.k) * step_flops)
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs=None):
             self.bar.close(); self.w.stop(); hits = _hits() - self.hits
+            loop.history.info['host_calls'].append(self.calls)   # times Keras came back to Python this epoch
             secs = time.perf_counter() - self.t0
             loop.history.info['recompiles'].append(self.w.recompiles)
             val, eval_compiles = validate()
@@ -437,7 +483,7 @@ class KerasBackend:
                  verbose:bool=True,   # progress bar and a line per epoch
                  compile_cache=None): # folder for JAX's compiled programs (default: `compile_cache_dir('jax')`, from $TPUTUTOR_COMPILE_CACHE); 'off': none
         self.devices, self.verbose, self.compile_cache = devices, verbose, compile_cache
-        self._dist = 0   # not made yet
+        self._dist, self._spare = 0, None   # not made yet; a freed model kept for the next fit of its config
 
     @property
     def distribution(self):
@@ -455,13 +501,23 @@ class KerasBackend:
         with _distributed(self.distribution): return describe()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
         with _distributed(self.distribution):
-            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main)
+            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=self._take(cfg))
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
         with _distributed(self.distribution): return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
     def load(self, cfg:TrainConfig, path):
-        with _distributed(self.distribution): return load_weights(build_model(cfg), path)
+        with _distributed(self.distribution): return load_weights(self._take(cfg) or build_model(cfg), path)
     def free(self, model=None):
-        "Release Keras' graphs and layers; call `del model` too"
-        keras = import_keras()
-        _SCORERS.clear(); keras.backend.clear_session(); gc.collect()
+        "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
+        if model is not None and model in _RESTART: self._spare = model; return
+        self._spare = None
+        _SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()
+    def _take(self, cfg:TrainConfig):
+        "The spare model when it was built for `cfg` (it is then no longer spare); otherwise None, the spare released"
+        spare, self._spare = self._spare, None
+        if spare is not None and _RESTART[spare][0] == cfg: return spare
+        if spare is not None: del spare; self.free()
+        return None
+    def compile_stats(self)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
+        "JAX's own counts of compiles, of compile-cache loads and of seconds spent tracing, lowering and compiling"
+        return dict(compiles=_compiles(), cache_hits=_hits(), seconds=compile_seconds() if on_jax() else 0.0)

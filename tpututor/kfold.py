@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, Inputs, n_rows, take, check_targets
+from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width
 from .tasks import TASK_TABLE, get_task
-from .tokenize import Encoded
+from .tokenize import Encoded, choose_buckets, assign_buckets
 from .backend import History
 from .meter import mfu_text
 from .families import check_family
@@ -21,7 +21,8 @@ from .rundir import (RunDirError, atomic_write, write_json, read_json, save_arra
                              open_run, log, fold_done, save_fold, load_fold)
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'MAIN_METRIC', 'make_folds', 'score', 'fingerprint', 'memory_mb', 'KFoldResult', 'run_kfold', 'plot_run',
+__all__ = ['FOLD_KINDS', 'MAIN_METRIC', 'COMPILE_KEYS', 'make_folds', 'score', 'fingerprint', 'memory_mb', 'KFoldResult',
+           'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'run_kfold', 'plot_run',
            'predictions_table', 'submission']
 
 # %% ../nbs/11_kfold.ipynb #85c07b82
@@ -101,6 +102,51 @@ class KFoldResult:
     out: Path                # the run directory
     resumed: list = field(default_factory=list) # folds loaded from an earlier run instead of trained
 
+# %% ../nbs/11_kfold.ipynb #e1aadbdd
+COMPILE_KEYS = ('compiles', 'cache_hits', 'compile_seconds')   # what a fold's record says of its compiles
+
+def fixed_shapes(
+    cfg:TrainConfig,        # with `buckets` > 0 to fix anything
+    train:Inputs,           # every training row of the run
+    test:Inputs|None=None,  # and every test row
+    fold=None,              # each training row's fold (`make_folds`): lengths fold 0 would not use are merged away
+    batch:int=1,            # rows of one training step (batch_size x replicas x grad_accum)
+)->TrainConfig:             # `cfg`, with `bucket_lengths` chosen from all those rows
+    "Length buckets chosen once for a whole run, each used by fold 0, so that every later fold trains and predicts on shapes fold 0 compiled"
+    if not cfg.buckets or cfg.bucket_lengths: return cfg
+    data = [train] + ([test] if test is not None else [])
+    w = max(width(d) for d in data)
+    if w > cfg.max_len: return cfg   # arrays wider than the config says: leave it to each fit
+    L = choose_buckets(np.concatenate([row_lengths(d) for d in data]), cfg.buckets, max_len=w)
+    if fold is not None:   # a length with less than a step of fold 0's training rows, or none of the rows it predicts, goes
+        lt = row_lengths(train)
+        pred = np.concatenate([lt[fold == 0]] + ([row_lengths(test)] if test is not None else []))
+        while len(L) > 1:
+            trained = np.bincount(assign_buckets(lt[fold != 0], L), minlength=len(L))
+            predicted = np.bincount(assign_buckets(pred, L), minlength=len(L))
+            bad = [j for j in range(len(L)) if trained[j] < batch or predicted[j] == 0]
+            if not bad: break
+            L.pop(min(bad[0], len(L) - 2))   # its rows pad to the next length (the longest takes the one below it)
+    return cfg.replace(bucket_lengths=tuple(int(l) for l in L))
+
+def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
+    "What a k-fold run should compile, said before it starts"
+    n = len(cfg.bucket_lengths or [cfg.max_len])
+    what = f"{n} length{'s' if n > 1 else ''} ({', '.join(map(str, cfg.bucket_lengths or [cfg.max_len]))})"
+    return (f"compiles expected: in fold 0, one training and one prediction program for each of {what}, "
+            f"{2 * n} in all, plus the framework's small ones (initialising weights, the optimizer); after fold 0: none")
+
+def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile_seconds between two `compile_stats()`
+    "The compiles between two readings of a backend's `compile_stats`"
+    return {'compiles': after['compiles'] - before['compiles'], 'cache_hits': after['cache_hits'] - before['cache_hits'],
+            'compile_seconds': round(after['seconds'] - before['seconds'], 2)}
+
+def compile_text(rec:dict)->str: # e.g. 'compiled 52 programs in 31.2s (3 from cache)'
+    "A fold's compiles in words"
+    if not rec.get('compiles'): return 'compiled nothing'
+    hits = f" ({rec['cache_hits']} from cache)" if rec.get('cache_hits') else ''
+    return f"compiled {rec['compiles']} programs in {rec['compile_seconds']:.1f}s{hits}"
+
 # %% ../nbs/11_kfold.ipynb #1d6a9848
 def run_kfold(
     backend,                 # a `tpututor.backend.Backend` (KerasBackend, XlaBackend, TfBackend, BowBackend)
@@ -130,6 +176,10 @@ def run_kfold(
         open_run(out, meta, overwrite)
         save_array(out/'folds.npy', fold)
     todo = range(folds) if only_folds is None else sorted(only_folds)
+    step_rows = cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum
+    cfg = fixed_shapes(cfg, train, test, fold, step_rows)   # every fold pads to lengths fold 0 used: the same programs
+    stats = getattr(backend, 'compile_stats', None)   # a backend that counts its compiles (JAX, torch_xla)
+    if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
     oof, tests, scores, resumed = None, [], [], []
     for i in todo:
         fd = out/f'fold{i}'
@@ -141,22 +191,25 @@ def run_kfold(
         else:
             if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
             if main: log(out, f"fold {i}: training on {len(tr)} rows, validating on {len(va)}", verbose)
-            t0 = time.time()
+            t0, c0 = time.time(), stats() if stats else None
             model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr], take(train, va), None if yt is None else yt[va])
             p_va = backend.predict(cfg, model, take(train, va))
             p_te = backend.predict(cfg, model, test) if test is not None else None
             backend.save(model, fd/'weights.safetensors')
+            cost = compile_cost(c0, stats()) if stats else {}   # what this fold compiled: training, validation and prediction
             backend.free(model); del model; gc.collect()
             if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
-            done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **hist.rate(), **memory_mb()}
+            done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **hist.rate(), **memory_mb(), **cost}
             save_fold(fd, hist, p_va, p_te, done)
             rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
-            log(out, f"fold {i}: {done['score']} in {done['seconds']}s{rate}, memory {done.get('rss_mb', 0):.0f} MB", verbose)
+            comp = f", {compile_text(done)}" if 'compiles' in done else ''
+            log(out, f"fold {i}: {done['score']} in {done['seconds']}s{rate}{comp}, memory {done.get('rss_mb', 0):.0f} MB", verbose)
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va
         if p_te is not None: tests.append(p_te)
         scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'examples_per_s': done.get('examples_per_s'),
-                       'mfu': done.get('mfu'), 'mfu_datasheet': done.get('mfu_datasheet'), 'rss_mb': done.get('rss_mb')})
+                       'mfu': done.get('mfu'), 'mfu_datasheet': done.get('mfu_datasheet'), 'rss_mb': done.get('rss_mb'),
+                       **{k: done.get(k) for k in COMPILE_KEYS if stats or k in done}})
     if not main: return None                           # process 0 returns the result
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])

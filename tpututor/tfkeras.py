@@ -10,7 +10,7 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from .frameworks import import_tf
-from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width
+from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .families import check_family
@@ -154,10 +154,8 @@ def _row_flops(cfg, data:Inputs, dims:dict)->float:
     "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair); None when `dims` is"
     if dims is None: return None
     lengths, w = row_lengths(data), width(data)
-    padded = np.full(len(lengths), w)
-    if cfg.buckets:
-        buckets = choose_buckets(lengths, cfg.buckets, max_len=w)
-        padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
+    buckets = length_plan(cfg, data)
+    padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
     return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))   # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
 
 def train_dataset(
@@ -172,12 +170,12 @@ def train_dataset(
     x, n = features(data, fields), len(y)
     if n < batch: raise ValueError(f"{n} training rows are fewer than one global batch of {batch} "
                                    f"(batch_size x replicas): lower batch_size or use more rows")
-    if not cfg.buckets:
+    buckets = length_plan(cfg, data)
+    if len(buckets) == 1 and not cfg.buckets:
         ds = (tf.data.Dataset.from_tensor_slices((x, y)).cache().shuffle(n, seed=cfg.seed, reshuffle_each_iteration=True)
               .repeat().batch(batch, drop_remainder=True))
         return ds.prefetch(tf.data.AUTOTUNE), n // batch
     lengths = row_lengths(data)
-    buckets = choose_buckets(lengths, cfg.buckets, max_len=width(data))
     epochs = [bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True) for e in range(cfg.epochs)]
     if not epochs[0]: raise ValueError(f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
     ds = _gather_dataset(x, y, [b for ep in epochs for b in ep]).repeat()
@@ -199,10 +197,10 @@ def prediction_batches(
             plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
     return plan
 
-def _predict_arrays(model, data:Inputs, batch:int, buckets:int=0)->np.ndarray:
+def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
     lengths, w = row_lengths(data), width(data)
-    plan = prediction_batches(lengths, batch, choose_buckets(lengths, buckets, max_len=w) if buckets else [w])
+    plan = prediction_batches(lengths, batch, length_plan(cfg, data))
     x = features(data, input_fields(model.get_layer('encoder')))
     out = model.predict(_gather_dataset(x, None, [(L, i) for L, i, _ in plan]), verbose=0)
     out = out.reshape(len(plan), batch, *out.shape[1:])
@@ -289,7 +287,7 @@ def _epoch_feed(tf):
 def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
     "Train `model` with Keras `fit`; one callback feeds each epoch to `loop`"
     strategy = model.distribute_strategy
-    spe = check_steps_per_execution(min(cfg.steps_per_execution, steps), strategy)
+    spe = check_steps_per_execution(steps_per_call(cfg, 'TPU' in type(strategy).__name__, steps), strategy)
     with strategy.scope():
         model.compile(optimizer=make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy)), loss=per_example_loss(cfg),
                       steps_per_execution=spe)
@@ -351,7 +349,7 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
         return losses.stack()
 
     it = iter(strategy.experimental_distribute_dataset(ds))
-    spe = min(cfg.steps_per_execution, steps)
+    spe = steps_per_call(cfg, 'TPU' in type(strategy).__name__, steps)
     for epoch in loop:
         t0, done, traces = time.perf_counter(), 0, _traces(train_1, train_n)
         meter.reset(); bar = loop.bar(steps, epoch)
@@ -440,7 +438,7 @@ def predict(
     if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
-    return _predict_arrays(model, data, batch, cfg.buckets).astype(np.float32)
+    return _predict_arrays(model, data, batch, cfg).astype(np.float32)
 
 # %% ../nbs/08a_tf.ipynb #d52556ff
 def save_weights(

@@ -15,13 +15,13 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 from .frameworks import import_xla
-from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_rows, row_lengths, width, features, lr_at
+from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_rows, row_lengths, width, features, lr_at, length_plan
 from .tasks import Task
 from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
 from .families import check_family
 from .xla import (CompileWatcher, compiles_during, count_compiles, count_cache_hits, use_compile_cache, compile_cache_status,
-                  spmd_mesh, shard_batch, peak_flops, device_kind)
+                  spmd_mesh, shard_batch, peak_flops, device_kind, _metric)
 from .meter import Throughput, model_dims, datasheet_peak, compile_cache_dir
 from .rundir import atomic_write, write_json, read_json
 from .backend import EpochLoop, History
@@ -275,6 +275,14 @@ def replicate(tensors, mesh):
     for t in tensors:
         if t.device.type == 'xla': xs.mark_sharding(t, mesh, (None,) * t.dim())
 
+def _restore(model, state:dict, mesh=None):
+    "Put a snapshot of the weights back as plain transfers, replicated again on `mesh`, so that prediction runs the graph it compiled before"
+    live = model.state_dict(keep_vars=True)
+    if set(live) != set(state): raise KeyError(f"the snapshot's weights differ from the model's: {sorted(set(live) ^ set(state))[:5]}")
+    with torch.no_grad():   # not load_state_dict: its in-place copies would ride along as new ops in the next graph
+        for k, t in live.items(): t.data = state[k].to(t.device)
+    if mesh is not None: replicate([*model.parameters(), *model.buffers()], mesh)
+
 # %% ../nbs/10_torchxla.ipynb #3a94f11a
 def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
     "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
@@ -400,7 +408,7 @@ def fit_model(
     y = check_targets(cfg, y_train, n)
     if valid is not None: check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
     reps = n_devices(mesh); gbs = cfg.batch_size * reps
-    buckets = length_buckets(train, cfg.buckets)
+    buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
     ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
     if steps == 0:
@@ -419,7 +427,7 @@ def fit_model(
     sheet = datasheet_peak(device_kind(), cfg.precision) if mfu else None   # None on a CPU or an unknown device
     meter = Throughput(model_dims(model.encoder.config), pf, sheet and sheet * reps)
     loop = EpochLoop(cfg, snapshot=lambda: {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                     restore=model.load_state_dict, verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
+                     restore=lambda s: _restore(model, s, mesh), verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
                      steps_per_epoch=steps, train_rows=n, peak_flops=pf, datasheet_peak_flops=sheet and sheet * reps, recompiles=[])
     model.train()
     for epoch in loop:
@@ -476,6 +484,11 @@ class XlaBackend:
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device"
         return load_weights(build_model(cfg, pretrained=False), path).to(import_xla().device())
+
+    def compile_stats(self)->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
+        "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
+        n, secs = _metric('CompileTime')
+        return dict(compiles=n + count_cache_hits(), cache_hits=count_cache_hits(), seconds=secs)
 
     def free(self, model:TaskModel|None=None)->None:
         "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
