@@ -132,8 +132,9 @@ def fixed_shapes(
 def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     "What a k-fold run should compile, said before it starts"
     n = len(cfg.bucket_lengths or [cfg.max_len])
-    what = f"{n} length{'s' if n > 1 else ''} ({', '.join(map(str, cfg.bucket_lengths or [cfg.max_len]))})"
-    return (f"compiles expected: in fold 0, one training and one prediction program for each of {what}, "
+    lengths = ', '.join(map(str, cfg.bucket_lengths or [cfg.max_len]))
+    what = f"each of {n} lengths ({lengths})" if n > 1 else f"its one length ({lengths})"
+    return (f"compiles expected: in fold 0, one training and one prediction program for {what}, "
             f"{2 * n} in all, plus the framework's small ones (initialising weights, the optimizer); after fold 0: none")
 
 def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile_seconds between two `compile_stats()`
