@@ -93,10 +93,10 @@ def main(backends=('keras', 'xla')):
             goals.append(dict(comparison=f"{b}: first fold's time over a later fold's, {what}" +
                               (': the first fold builds the model and traces its programs, later folds neither' if b == 'keras'
                                else ' (this CPU runtime cannot load the cache)'), measured=f'{m:.2f}x', goal='reported', met=None))
-    body.append("`fold_s`: the fold's seconds in fold*/done.json (build the model, train, predict the validation and test rows, save); "
+    body.append("`fold_s`: the fold's seconds in `fold*/done.json` (build the model, train, predict the validation and test rows, save); "
                 "`compiles`, `from_cache`, `compile_s`: the programs the fold made (training, validation, prediction), of those "
                 "loaded from the compile cache, and the seconds spent tracing, lowering and compiling or loading them, by the "
-                "framework's own counters (fold*/done.json); `train_s`: its training epoch's seconds (fold*/history.json). "
+                "framework's own counters (`fold*/done.json`); `train_s`: its training epoch's seconds (`fold*/history.json`). "
                 "`3 killed`: the process stopped with SIGKILL once fold 0 was recorded; `3 resumed`: the same command again, "
                 "which loads fold 0 and trains folds 1 and 2. Every fold pads to the length buckets the run chose once from all "
                 "its rows, and the keras backend restarts fold 0's model (first weights back, the fold's step count in the "
