@@ -29,10 +29,17 @@ def run(args):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     return r.stdout
 
+_RUNS = {}
+def trained(setup, backend, tmp_path_factory):
+    "(run directory, stdout) of the k-fold run of `backend`, made once: the resume test compares with the xla one"
+    if backend not in _RUNS:
+        out = tmp_path_factory.mktemp(backend)/'run'
+        _RUNS[backend] = out, run(cmd(setup, backend, out))
+    return _RUNS[backend]
+
 @pytest.mark.parametrize('backend', ['keras', 'xla', 'tf'])
-def test_kfold_end_to_end(setup, backend, tmp_path):
-    out = tmp_path/'run'
-    stdout = run(cmd(setup, backend, out))
+def test_kfold_end_to_end(setup, backend, tmp_path, tmp_path_factory):
+    out, stdout = trained(setup, backend, tmp_path_factory)
     assert 'out-of-fold accuracy' in stdout
     oof, folds = np.load(out/'oof.npy'), np.load(out/'folds.npy')
     assert oof.shape == (310, 2) and not np.isnan(oof).any()           # every training row predicted exactly once
@@ -58,9 +65,8 @@ def test_kfold_end_to_end(setup, backend, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').prob_1, sub.prob_1, atol=1e-5)
 
-def test_sigkill_during_fold_2_resumes(setup, tmp_path):
-    ref, out = tmp_path/'ref', tmp_path/'killed'
-    run(cmd(setup, 'xla', ref))
+def test_sigkill_during_fold_2_resumes(setup, tmp_path, tmp_path_factory):
+    (ref, _), out = trained(setup, 'xla', tmp_path_factory), tmp_path/'killed'
     p = subprocess.Popen(cmd(setup, 'xla', out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(), start_new_session=True)
     t0 = time.time()
     while not (out/'fold0/done.json').exists():
