@@ -21,9 +21,11 @@ def clean_env(**extra):
 # ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first
 def group_of(nodeid:str)->str:
     "Tests that share a module-scoped fixture stay on one worker: one group per test module; each notebook, and each backend's family matrix, is a group of its own"
+    nodeid = nodeid.split('@')[0] if nodeid.rfind('@') > nodeid.rfind(']') else nodeid   # xdist's '@group' suffix off
     path = Path(nodeid.split('::')[0]).name
     return nodeid.split('::')[-1] if path in ('test_notebooks.py', 'test_families.py') else path   # the family matrix: one group per backend
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist's own hook, which reads the marks to name each test's group
 def pytest_collection_modifyitems(config, items):
     "Mark each test with its group and order the groups by their recorded seconds, longest first (each worker takes the next)"
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
