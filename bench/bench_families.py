@@ -21,7 +21,7 @@ def run(backend:str)->list:
 
 def main(argv):
     key = argv[argv.index('--key') + 1] if '--key' in argv else 'here'
-    names = [a for a in argv if not a.startswith('--') and a != key] or (['keras', 'xla'] if key == 'kaggle' else ['keras', 'xla', 'tf'])
+    names = [a for a in argv if not a.startswith('--') and a != key] or (['keras', 'xla', 'torch'] if key == 'kaggle' else ['keras', 'xla', 'torch', 'tf'])
     path = RESULTS/'families.json'
     rec = json.loads(path.read_text()) if path.exists() else {}
     for b in names:   # written after each backend: a later one that fails keeps the earlier ones' rows

@@ -11,7 +11,7 @@ RECORD = ROOT/'bench'/'results'/'families.json'
 
 def outcome(rows)->dict: return {f"{r['family']}/{r['form']}": r['status'] for r in rows}
 
-@pytest.mark.parametrize('backend', ['keras', 'xla', 'tf'])
+@pytest.mark.parametrize('backend', ['keras', 'xla', 'torch', 'tf'])
 def test_family_matrix(backend, tmp_path):
     r = subprocess.run([sys.executable, str(ROOT/'tests'/'family_probe.py'), backend, str(tmp_path)], capture_output=True,
                        text=True, env=clean_env(), timeout=900)

@@ -179,6 +179,7 @@ class Backend(Protocol):
 
 BACKENDS = {   # name -> (module, class, what it is)
     'xla':   ('tpututor.torchxla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
+    'torch': ('tpututor.torchcore', 'TorchBackend', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
     'keras': ('tpututor.keras', 'KerasBackend', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'),
     'tf':    ('tpututor.tfkeras', 'TfBackend', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
     'bow':   ('tpututor.backend', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),

@@ -17,14 +17,14 @@ __all__ = ['FAMILIES', 'BACKENDS', 'family_of', 'backends_for', 'keras_preset_na
 
 # %% ../nbs/05a_families.ipynb #70341bac
 FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind, backends that run it
-    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',       tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',    tokenizer='roberta', backends=('keras', 'xla', 'tf', 'bow')),
-    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM', tokenizer='roberta', backends=('keras', 'xla', 'tf', 'bow')),
-    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM', tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',     tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',  tokenizer='bert',    backends=('keras', 'xla', 'tf', 'bow')),
-    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'bow')),
+    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',       tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',    tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM', tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM', tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',     tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',  tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'torch', 'bow')),
 }
 
 def _get(config, key, default=None):
@@ -43,7 +43,7 @@ def family_of(
 
 def backends_for(family:str|None)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
     "The backends that train and predict with a family, as the family matrix shows"
-    return FAMILIES[family]['backends'] if family in FAMILIES else ('xla', 'bow')
+    return FAMILIES[family]['backends'] if family in FAMILIES else ('xla', 'torch', 'bow')
 
 # %% ../nbs/05a_families.ipynb #12171513
 BACKENDS = ('keras', 'xla', 'torch', 'tf', 'bow')   # the backends tpututor ships

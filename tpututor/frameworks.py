@@ -10,7 +10,7 @@ import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
 from dataclasses import dataclass, field
 
 # %% auto #0
-__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'FRAMEWORKS',
+__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE', 'FRAMEWORKS',
            'FrameworkOrderError', 'installed_version', 'import_xla', 'check_xla_pair', 'KerasVersionError',
            'keras_is_legacy', 'import_tf', 'installed_requires', 'Step', 'install_plan', 'install_missing']
 
@@ -104,6 +104,7 @@ TF_TPU_INDEX = 'https://storage.googleapis.com/libtpu-tf-releases/index.html'  #
 TRANSFORMERS_PIN = 'transformers>=4.57,<4.58'   # the tf backend: 4.57 is the last line with TensorFlow models
 TORCH_TRANSFORMERS = 'transformers>=4.57,<6'    # the xla backend: torch models only, 4.57 and 5.x
 XLA_MINORS = ('2.8', '2.9')                      # the torch_xla releases the xla backend runs on
+TORCH_RANGE = 'torch>=2.8,<2.16'                 # the torch backend: torch_xla's 2.8 and 2.9 up to TorchTPU's 2.11-2.15
 # Too big, or too tied to the TPU runtime, to change behind the user's back
 FRAMEWORKS = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflow', 'tensorflow-cpu',
                         'tensorflow-tpu', 'tensorflow-text', 'transformers'})
@@ -164,6 +165,16 @@ def _plan_xla(have, tpu):
         plan.append(Step([TORCH_TRANSFORMERS], 'transformers for the torch models', [f'transformers {v}'] if v else []))
     return plan
 
+def _plan_torch(have, tpu):
+    plan, tv = [], have('torch')
+    if tv is None: plan.append(Step([TORCH_RANGE], 'PyTorch'))
+    elif not _version_in(tv.split('+')[0], TORCH_RANGE):
+        plan.append(Step([TORCH_RANGE], 'a torch the torch backend runs on', [f'torch {tv}']))
+    v = have('transformers')
+    if v is None or not _version_in(v, TORCH_TRANSFORMERS):
+        plan.append(Step([TORCH_TRANSFORMERS], 'transformers for the torch models', [f'transformers {v}'] if v else []))
+    return plan
+
 def _plan_tf(have, tpu):
     plan, installed = [], {d: v for d in ('tensorflow-tpu', 'tensorflow', 'tensorflow-cpu') if (v := have(d))}
     if tpu and 'tensorflow-tpu' not in installed:
@@ -187,13 +198,14 @@ def _version_in(v, req):
 
 # %% ../nbs/03_frameworks.ipynb #6a0a5095
 def install_plan(
-    framework:str,      # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA) or 'tf' (TensorFlow + tf-keras)
+    framework:str,      # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA), 'torch' (native PyTorch) or 'tf' (TensorFlow + tf-keras)
     tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
     have=None,          # dist name -> installed version or None (default: `installed_version`)
     requires=None,      # dist name -> its requirement strings (default: `installed_requires`)
 )->list:                # `Step`s to run in order; empty when nothing is missing
     "The pip installs that would make this machine ready for a tutorial on `framework`, each with what it changes"
-    plans = {'keras': lambda: _plan_keras(have, requires, tpu), 'xla': lambda: _plan_xla(have, tpu), 'tf': lambda: _plan_tf(have, tpu)}
+    plans = {'keras': lambda: _plan_keras(have, requires, tpu), 'xla': lambda: _plan_xla(have, tpu),
+             'torch': lambda: _plan_torch(have, tpu), 'tf': lambda: _plan_tf(have, tpu)}
     if framework not in plans: raise ValueError(f"framework={framework!r}: use one of {sorted(plans)}")
     have, requires = have or installed_version, requires or installed_requires
     tpu = _tpu_present() if tpu is None else tpu
@@ -204,7 +216,7 @@ def install_plan(
 
 # %% ../nbs/03_frameworks.ipynb #d6434348
 def install_missing(
-    framework:str,            # 'keras', 'xla' or 'tf'
+    framework:str,            # 'keras', 'xla', 'torch' or 'tf'
     dry_run:bool=False,       # only print what would be installed
     allow_changes:bool=False, # also run steps that replace an installed framework (and, for 'tf', that install one)
     tpu:bool|None=None,       # is this a TPU host (default: look for TPU chips)

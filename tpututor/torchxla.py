@@ -1,4 +1,4 @@
-"""Fine-tuning Hugging Face torch models on one XLA device or SPMD over many, in bfloat16, with every compile counted
+"""The torch core on torch_xla's lazy tensors: one XLA device or SPMD over many, in bfloat16, with every compile counted
 
 Docs: https://tpututor.github.io/tpututor/torchxla.html.md"""
 
@@ -6,245 +6,27 @@ Docs: https://tpututor.github.io/tpututor/torchxla.html.md"""
 
 # %% ../nbs/10_torchxla.ipynb #218bfafe
 from __future__ import annotations
-import gc, inspect, json, time
+import gc, importlib, time, weakref
 from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-import torch.nn.functional as F
 from .frameworks import import_xla
-from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, n_rows, row_lengths, width, features, lr_at, length_plan
-from .tasks import Task
-from .tokenize import Encoded, choose_buckets, assign_buckets, bucket_batches
-from .models import resolve_model, has_weights
-from .families import check_family
+from .config import TrainConfig, Inputs, check_targets, check_inputs, n_rows, width, lr_at
 from .xla import (CompileWatcher, compiles_during, count_compiles, count_cache_hits, use_compile_cache, compile_cache_status,
                   spmd_mesh, shard_batch, peak_flops, device_kind, _metric)
-from .meter import Throughput, model_dims, datasheet_peak, compile_cache_dir
-from .rundir import atomic_write, write_json, read_json
+from .meter import compile_cache_dir
+from .rundir import write_json, read_json
 from .backend import EpochLoop, History
+from . import torchcore
+from .torchcore import (TorchDevice, TaskModel, EncodedDataset, AdamW, make_optimizer, save_weights, load_weights,
+                                _epoch, _step_losses, _as_is)
 
 # %% auto #0
-__all__ = ['length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool', 'TaskModel',
-           'task_loss', 'static_masks', 'build_model', 'param_groups', 'AdamW', 'make_optimizer', 'check_precision',
-           'autocast_for', 'to_device', 'n_devices', 'replicate', 'predict', 'evaluate', 'save_weights', 'load_weights',
-           'fit_model', 'XlaBackend', 'fit_per_core', 'launch_fit']
-
-# %% ../nbs/10_torchxla.ipynb #ec0d6844
-def length_buckets(
-    data:Inputs, # training inputs
-    n:int=0,     # 0: one fixed length (the arrays' width); n > 0: n bucket lengths
-)->list:         # sorted bucket lengths
-    "The sequence lengths training batches are cut to"
-    return [width(data)] if n == 0 else choose_buckets(row_lengths(data), n, max_len=width(data))
-
-# %% ../nbs/10_torchxla.ipynb #47a5f031
-def _cols(a, L):
-    "`a` cut, or zero-padded, to `L` columns"
-    return a[:, :L] if a.shape[1] >= L else np.pad(a, ((0, 0), (0, L - a.shape[1])))
-
-def _as_is(batch): return batch  # collate_fn: `__getitems__` already built the batch
-
-class EncodedDataset:
-    "Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its longest row"
-    def __init__(self,
-        data:Inputs,   # an `Encoded`, or a pair `(Encoded, Encoded)`
-        y=None,        # targets as `check_targets` returns them (None: no 'labels' in the batches)
-        buckets=None,  # bucket lengths (default: the arrays' width, a single fixed length)
-    ):
-        first = data if isinstance(data, Encoded) else data[0]
-        self.x = features(data, tuple(first.arrays()))   # input_ids, ... and input_ids_b, ... for a pair's second text
-        self.y, self.lengths = y, row_lengths(data)
-        self.buckets = sorted(buckets or [width(data)])
-        if len(self) and self.lengths.max() > self.buckets[-1]: self.buckets.append(width(data))  # rows longer than training saw
-    def __len__(self): return len(self.lengths)
-    def bucket_len(self, idx)->int:
-        "Shortest bucket length holding every row of `idx`"
-        return self.buckets[assign_buckets([self.lengths[idx].max()], self.buckets)[0]]
-    def __getitems__(self, idx)->dict:
-        "The batch of rows `idx`: {'input_ids', 'attention_mask'[, 'token_type_ids'][, same with '_b' for the 2nd text][, 'labels']}"
-        idx = np.asarray(idx); L = self.bucket_len(idx)
-        out = {k: torch.from_numpy(np.ascontiguousarray(_cols(a[idx], L))) for k, a in self.x.items()}
-        if self.y is not None: out['labels'] = torch.from_numpy(self.y[idx])
-        return out
-    def __getitem__(self, i): return {k: v[0] for k, v in self.__getitems__([i]).items()}
-
-# %% ../nbs/10_torchxla.ipynb #d257b6ec
-def train_batches(
-    ds:EncodedDataset, # the training rows
-    batch_size:int,    # rows per micro-batch (the global batch on many devices)
-    grad_accum:int=1,  # micro-batches per optimizer step
-    seed:int=0,        # shuffling seed (use a new one each epoch)
-)->list:               # row-index arrays, `grad_accum` consecutive ones per optimizer step
-    "Shuffled full micro-batches, each optimizer step's from one bucket"
-    groups = bucket_batches(ds.lengths, ds.buckets, batch_size * grad_accum, shuffle=True, seed=seed, drop_last=True)
-    return [idx[i * batch_size:(i + 1) * batch_size] for _, idx in groups for i in range(grad_accum)]
-
-def train_loader(ds:EncodedDataset, batch_size:int, grad_accum:int=1, seed:int=0): # a `torch.utils.data.DataLoader`
-    "DataLoader over `train_batches`"
-    return torch.utils.data.DataLoader(ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=_as_is)
-
-def predict_batches(
-    ds:EncodedDataset, # the rows to predict
-    batch_size:int,    # rows per batch
-)->list:               # (row indices padded to `batch_size`, number of real rows)
-    "Batches covering every row in order of bucket; a partial batch is padded by repeating its last row"
-    return [(np.concatenate([idx, np.repeat(idx[-1:], batch_size - len(idx))]), len(idx))
-            for _, idx in bucket_batches(ds.lengths, ds.buckets, batch_size, shuffle=False, drop_last=False)]
-
-# %% ../nbs/10_torchxla.ipynb #4a51c958
-def mean_pool(hidden, mask): # (batch, hidden)
-    "Average of the hidden states of the real tokens"
-    m = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
-
-class TaskModel(nn.Module):
-    "A transformer encoder and the head its task's row names; both texts of a pair go through the one encoder"
-    def __init__(self,
-        encoder,           # a transformers `PreTrainedModel` returning `last_hidden_state`
-        spec:Task,         # the task's row of the task table (`cfg.spec`): its head kind
-        n_outputs:int,     # classes or targets (1 for ranking)
-        dropout:float=0.1, # dropout before the head
-    ):
-        super().__init__()
-        self.encoder, self.task, self.kind = encoder, spec.name, spec.head
-        h = encoder.config.hidden_size
-        self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(4 * h if self.kind == 'siamese' else h, n_outputs)
-        self.buckets = None   # set by training: the sequence lengths the model was compiled for
-
-    def embed(self, batch:dict): # (batch, hidden)
-        "Masked mean of the encoder's last hidden states"
-        x = {k: batch[k] for k in FIELDS if k in batch}
-        return mean_pool(self.encoder(**x).last_hidden_state, batch['attention_mask'])
-
-    def forward(self, batch:dict):
-        if 'input_ids_b' in batch:   # a pair: stack both texts, one encoder pass, split
-            e = self.embed({k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch})
-            if self.kind == 'siamese':
-                u, v = e.chunk(2)
-                return self.head(self.dropout(torch.cat([u, v, (u - v).abs(), u * v], -1)))
-            return torch.cat(self.head(self.dropout(e)).chunk(2), -1)   # 'scores': (b, 2), a score per side
-        if self.kind == 'siamese':
-            raise ValueError(f"task {self.task!r} compares two texts: pass a pair (questions, answers), not a single Encoded")
-        return self.head(self.dropout(self.embed(batch)))
-
-# %% ../nbs/10_torchxla.ipynb #d190a791
-_LOSSES = {   # the task table's loss names in torch, on the head's raw outputs (logits or scores)
-    'cross_entropy':        lambda out, y, m: F.cross_entropy(out, y),
-    'binary_cross_entropy': lambda out, y, m: F.binary_cross_entropy_with_logits(out, y),
-    'mse':                  lambda out, y, m: F.mse_loss(out, y),
-    'margin':               lambda out, y, m: F.relu(m - (out[:, 0] - out[:, 1])).mean(),
-}
-
-def task_loss(
-    cfg:TrainConfig,   # the task (its loss name, `cfg.spec.loss`) and the ranking margin
-    out,               # the model's forward output
-    y=None,            # targets (None for ranking)
-):                     # a scalar tensor (float32)
-    "The task's mean loss on the head's outputs; works on any device"
-    return _LOSSES[cfg.spec.loss](out.float(), y, cfg.margin)
-
-# %% ../nbs/10_torchxla.ipynb #74486a59
-def static_masks()->bool: # True when transformers had a mask skip to turn off (5.x), False when there is none (4.57)
-    "Make transformers' eager attention build its mask on the device every time, never asking the host whether it may skip it"
-    try: from transformers.masking_utils import AttentionMaskInterface, eager_mask
-    except ImportError: return False
-    if 'allow_is_bidirectional_skip' not in inspect.signature(eager_mask).parameters: return False
-    def eager_mask_on_device(*args, **kw):
-        kw['allow_is_bidirectional_skip'] = False   # the skip test is `padding_mask.all()`: a value fetched from the device
-        return eager_mask(*args, **kw)
-    AttentionMaskInterface.register('eager', eager_mask_on_device)
-    return True
-
-# %% ../nbs/10_torchxla.ipynb #45c2b70e
-def _quiet_transformers():
-    import transformers
-    level = transformers.logging.get_verbosity(); transformers.logging.set_verbosity_error()
-    return level
-
-def build_model(
-    cfg:TrainConfig,      # uses model, task, n_outputs, dropout, seed
-    pretrained:bool=True, # load pretrained weights when the model has them (False: the architecture only, e.g. to load a checkpoint into)
-)->TaskModel:             # on the CPU; move it with `.to(device)`
-    "A `TaskModel` for `cfg`: the Hugging Face encoder of `cfg.model` and a new head seeded by `cfg.seed`"
-    import_xla()   # before transformers: keeps TensorFlow out of this process
-    import transformers
-    static_masks()   # one graph per step on transformers 4.57 and 5
-    from transformers import AutoConfig, AutoModel
-    check_family(cfg.model, 'xla')
-    path = resolve_model(cfg.model)
-    conf = AutoConfig.from_pretrained(path)
-    if getattr(conf, 'reference_compile', False) is not False: conf.reference_compile = False   # ModernBERT: no torch.compile (Dynamo) inside an XLA graph
-    if cfg.dropout is not None:
-        for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout'):
-            if hasattr(conf, k): setattr(conf, k, cfg.dropout)
-    torch.manual_seed(cfg.seed)
-    import torch_xla.core.xla_model as xm
-    xm.set_rng_state(cfg.seed)   # dropout on the device: a fold trained after others must match one trained first
-    weights = pretrained and (has_weights(path) or not Path(path).exists())   # a hub id: from_pretrained fetches them
-    level = _quiet_transformers()   # "weights of the pooler were not used": expected, we pool ourselves
-    try:
-        for kw in (dict(add_pooling_layer=False), {}):   # BERT-like models can leave the pooler out; others take no such argument
-            try:
-                enc = (AutoModel.from_pretrained(path, config=conf, attn_implementation='eager', **kw) if weights
-                       else AutoModel.from_config(conf, attn_implementation='eager', **kw))
-                break
-            except TypeError:
-                if not kw: raise
-    finally: transformers.logging.set_verbosity(level)
-    drop = cfg.dropout if cfg.dropout is not None else getattr(conf, 'hidden_dropout_prob', 0.1)
-    return TaskModel(enc, cfg.spec, cfg.n_outputs, drop).train()   # from_pretrained leaves the encoder in eval mode
-
-# %% ../nbs/10_torchxla.ipynb #c84101da
-def param_groups(
-    model:nn.Module,     # the model to optimise
-    weight_decay:float,  # decay of the weight matrices
-)->list:                 # two AdamW parameter groups
-    "Parameters split into decayed (matrices) and not decayed (biases, LayerNorm, anything 1-d)"
-    decay, keep = [], []
-    for n, p in model.named_parameters():
-        if not p.requires_grad: continue
-        (keep if p.ndim < 2 or n.endswith('bias') or 'LayerNorm' in n or 'layer_norm' in n else decay).append(p)
-    return [dict(params=decay, weight_decay=weight_decay), dict(params=keep, weight_decay=0.0)]
-
-# %% ../nbs/10_torchxla.ipynb #4a9d7c58
-class AdamW(torch.optim.Optimizer):
-    "AdamW (decoupled weight decay) whose per-step numbers, learning rate and step count, are tensors on the device"
-    def __init__(self,
-        params,             # parameters or parameter groups
-        lr:float=1e-3,      # learning rate (change it per step through `param_groups[i]['lr']`)
-        betas=(0.9, 0.999), # moving-average factors of the gradient and its square
-        eps:float=1e-8,     # added to the denominator
-        weight_decay:float=0.01, # decoupled weight decay
-    ):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
-        for g in self.param_groups:
-            for p in g['params']:
-                z = lambda: torch.zeros(p.shape, dtype=p.dtype).to(p.device)   # sent as data, not built in a graph
-                self.state[p] = dict(step=torch.zeros(1).to(p.device), exp_avg=z(), exp_avg_sq=z())
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for g in self.param_groups:
-            (b1, b2), wd, lrs = g['betas'], g['weight_decay'], {}
-            for p in g['params']:
-                if p.grad is None: continue
-                s = self.state[p]
-                if p.device not in lrs: lrs[p.device] = torch.full((1,), float(g['lr'])).to(p.device)
-                lr = lrs[p.device]
-                s['step'] += 1
-                if wd: p.mul_(1 - lr * wd)
-                s['exp_avg'].lerp_(p.grad, 1 - b1)
-                s['exp_avg_sq'].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-                bc1, bc2 = 1 - b1 ** s['step'], 1 - b2 ** s['step']
-                p.sub_(lr / bc1 * s['exp_avg'] / (s['exp_avg_sq'].sqrt() / bc2.sqrt() + g['eps']))
-
-def make_optimizer(model:nn.Module, cfg:TrainConfig)->AdamW:
-    "AdamW over `model` with `cfg.weight_decay` on the weight matrices only"
-    return AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
+__all__ = ['check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate', 'XlaDevice', 'build_model', 'fit_model',
+           'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
 
 # %% ../nbs/10_torchxla.ipynb #96dfd0bc
 def check_precision(cfg:TrainConfig)->TrainConfig:
@@ -283,112 +65,59 @@ def _restore(model, state:dict, mesh=None):
         for k, t in live.items(): t.data = state[k].to(t.device)
     if mesh is not None: replicate([*model.parameters(), *model.buffers()], mesh)
 
-# %% ../nbs/10_torchxla.ipynb #3a94f11a
-def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
-    "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
-    tx = import_xla(); tx.sync()   # pending work of the caller runs on its own, not inside the first batch's graph
-    ds = EncodedDataset(data, None, model.buckets)
-    outs, was_training = [], model.training
-    model.eval()
-    with torch.no_grad():
-        for idx, n in predict_batches(ds, cfg.predict_batch_size * n_devices(mesh)):
-            with autocast_for(cfg): o = model(to_device(ds.__getitems__(idx), mesh)).float()
-            if mesh is not None: replicate([o], mesh)   # a sharded output would compile a new graph to copy out, every batch
-            tx.sync(); outs.append((idx[:n], o))
-    res = None
-    for idx, o in outs:
-        o = o.cpu().numpy()[:len(idx)]
-        if res is None: res = np.zeros((len(ds), o.shape[1]), np.float32)
-        res[idx] = o
-    model.train(was_training)
-    return res
+# %% ../nbs/10_torchxla.ipynb #3b8ae437
+def _xm(): import_xla(); return importlib.import_module('torch_xla.core.xla_model')
 
-def predict(
-    cfg:TrainConfig,  # uses task, precision, batch sizes
-    model:TaskModel,  # a trained model on the XLA device
-    data:Inputs,      # rows to predict (ranking: single texts, or (more, less) pairs)
-    mesh=None,        # SPMD mesh (None: one device)
-)->np.ndarray:        # predictions after the task's activation, float32, one row per input row in input order
-    "Predictions of `model` for every row of `data`"
-    check_inputs(cfg, data, 'predict')
-    return cfg.spec.activate(_outputs(model, cfg, data, mesh))
+class XlaDevice(TorchDevice):
+    "The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD over a mesh, or one process per core"
+    name, framework = 'xla', 'torch_xla'
+    attention = 'eager'   # SDPA's mask check fetches a value mid-step: two graphs per step (section 1)
+    def __init__(self,
+        mesh=None,           # SPMD mesh from `spmd_mesh` (None: one device)
+        per_core:bool=False, # one process per core (`torch_xla.launch`): gradients averaged with `xm.reduce_gradients`
+    ):
+        self.tx, self.mesh, self.per_core = import_xla(), mesh, per_core
+        self.compile, self._compiled = False, weakref.WeakKeyDictionary()   # XLA compiles the graphs itself
+    @property
+    def device(self): return self.tx.device()   # touched only when used: SPMD must be switched on first
+    def replicas(self)->int: return importlib.import_module('torch_xla.runtime').world_size() if self.per_core else n_devices(self.mesh)
+    @property
+    def split(self)->int: return 1   # SPMD splits a global batch itself; per core, the sampler picks each core's rows
+    @property
+    def rank(self)->int: return importlib.import_module('torch_xla.runtime').global_ordinal() if self.per_core else 0
+    def kind(self)->str: return device_kind()
+    def describe(self)->str: return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
+    def prepare(self): import_xla()   # before transformers: keeps TensorFlow out of this process
+    def seed(self, seed:int): torch.manual_seed(seed); _xm().set_rng_state(seed)
+    def replicate(self, tensors):
+        if self.mesh is not None: replicate(tensors, self.mesh)
+    def place(self, batch:dict, share:bool=True)->dict: return to_device(batch, self.mesh)
+    def check_precision(self, cfg:TrainConfig)->TrainConfig: return check_precision(cfg)
+    def autocast(self, precision:str): return torch.autocast('xla', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
+    def scaler(self, precision:str): return None
+    def optimizer(self, groups:list, lr:float)->AdamW: return AdamW(groups, lr=lr)   # its numbers stay data: one graph for every step
+    def reduce(self, opt):
+        if self.per_core: _xm().reduce_gradients(opt)   # average the gradients over all cores
+    def mean(self, x:float)->float: return float(_xm().mesh_reduce('loss', float(x), np.mean)) if self.per_core else float(x)
+    def step_end(self): self.tx.sync()   # cut the step's graph: compiled the first time, run every time
+    def flush(self): self.tx.sync()
+    def wait(self): _xm().wait_device_ops()
+    def count_compiles(self)->int: return count_compiles() + count_cache_hits()   # a new graph costs a compile or a cache load
+    def cache_hits(self)->int: return count_cache_hits()
+    def compile_seconds(self)->float: return _metric('CompileTime')[1]
+    def use_compile_cache(self, path=None): return use_compile_cache(path)
+    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float: return peak_flops(dtype, n, refresh=refresh)
+    def peak_memory(self): return None
+    def restore(self, model:nn.Module, state:dict): _restore(model, state, self.mesh)
+    def free(self, model:nn.Module|None=None):
+        "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
+        if model is not None: model.to('meta')
+        gc.collect(); self.tx.sync(); self.wait()
 
-def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->float: # the mean loss
-    "The task's loss of the predictions of `model` on `data` (targets `y`): every backend's validation loss"
-    y = check_targets(cfg, y, check_inputs(cfg, data, 'validation'))
-    return cfg.spec.loss_np(y, predict(cfg, model, data, mesh), cfg.margin)
-
-# %% ../nbs/10_torchxla.ipynb #86e6f208
-def save_weights(model:TaskModel, path)->Path:
-    "Write the model's weights (moved to the CPU) to a safetensors file, atomically"
-    from safetensors.torch import save_file
-    import_xla().sync()
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    meta = {'buckets': json.dumps(model.buckets), 'task': model.task}
-    return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
-
-def load_weights(model:TaskModel, path)->TaskModel:
-    "Load weights written by `save_weights` into `model` (no pickle involved)"
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
-    with safe_open(str(path), 'pt') as f: meta = f.metadata() or {}
-    if meta.get('task', model.task) != model.task:
-        raise ValueError(f"{path} holds a {meta['task']!r} model, but the config asks for {model.task!r}")
-    state = load_file(str(path))
-    missing, extra = sorted(set(model.state_dict()) - set(state)), sorted(set(state) - set(model.state_dict()))
-    if missing or extra:
-        raise ValueError(f"{path} does not fit this model: missing {missing[:3]}, unexpected {extra[:3]}. "
-                         "Was it saved from a different cfg.model?")
-    model.load_state_dict(state)
-    model.buckets = json.loads(meta['buckets']) if meta.get('buckets') else None
-    return model
-
-# %% ../nbs/10_torchxla.ipynb #af768a46
-def _epoch(
-    model:TaskModel, opt:AdamW, cfg:TrainConfig,
-    batches,             # micro-batches already on the device
-    lr,                  # f() -> the learning rate of the next optimizer step
-    watcher:CompileWatcher, # counts this epoch's compiles
-    bar=None,            # progress bar (None: none, and no loss is read from the device while training)
-    meter:Throughput|None=None, # counts examples and FLOPs
-    reduce=None,         # f(opt) before clipping: averages the gradients over processes (one process per core)
-)->list:                 # the loss of every micro-batch
-    "One epoch of training steps: the one step body of every way this module trains"
-    tx = import_xla()
-    params = [p for g in opt.param_groups for p in g['params']]
-    losses, shown = [], time.perf_counter()
-    with watcher:
-        for i, b in enumerate(batches):
-            with autocast_for(cfg): out = model(b)
-            loss = task_loss(cfg, out, b.get('labels'))
-            (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-            losses.append(loss.detach())
-            last = (i + 1) % cfg.grad_accum == 0
-            if last:
-                if reduce is not None: reduce(opt)
-                if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-                rate = lr()
-                for g in opt.param_groups: g['lr'] = rate
-                opt.step(); opt.zero_grad(set_to_none=True)
-            tx.sync()
-            if last: watcher.step(input_ids=b['input_ids'])
-            ids = b['input_ids']
-            if meter is not None: meter.add(ids.shape[0], ids.shape[1], 2 if 'input_ids_b' in b else 1)
-            if bar is not None:
-                bar.update()
-                if time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
-                    shown = time.perf_counter()
-                    bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
-    if bar is not None: bar.close()
-    return [l.item() for l in losses]
-
-def _graphs()->int: # graphs this process compiled or loaded from the persistent compile cache
-    "What the first run of a new graph costs: a compile, or a load from the compile cache"
-    return count_compiles() + count_cache_hits()
-
-def _step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
+# %% ../nbs/10_torchxla.ipynb #8b2632db
+def build_model(cfg:TrainConfig, pretrained:bool=True)->TaskModel: # on the CPU; move it with `.to(device)`
+    "The core's `build_model` for torch_xla: the family checked against the xla backend, the device's generator seeded"
+    return torchcore.build_model(cfg, pretrained, XlaDevice())
 
 def fit_model(
     cfg:TrainConfig,     # the run's settings
@@ -402,51 +131,16 @@ def fit_model(
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
     mfu:bool=True,       # report model FLOPs utilisation against the device's measured peak (measured once, cached)
 )->tuple:                # (model, `History`)
-    "Train a model for `cfg` on one XLA device or SPMD over a mesh; the model holds its best epoch's weights"
-    tx = import_xla(); check_precision(cfg)
-    n = check_inputs(cfg, train)
-    y = check_targets(cfg, y_train, n)
-    if valid is not None: check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
-    reps = n_devices(mesh); gbs = cfg.batch_size * reps
-    buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
-    ds = EncodedDataset(train, y, buckets)
-    steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
-    if steps == 0:
-        raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
-                         f"(batch_size {cfg.batch_size} x {reps} device(s) x grad_accum {cfg.grad_accum}) in any "
-                         f"length bucket: use a smaller batch_size or fewer buckets")
-    if model is None: model = build_model(cfg).to(tx.device())
-    tx.sync()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
-    model.buckets = buckets
-    total, peak = steps * cfg.epochs, cfg.lr * (reps if cfg.scale_lr else 1)
-    opt = make_optimizer(model, cfg)
-    if mesh is not None: replicate([*model.parameters(), *model.buffers(), *(t for s in opt.state.values() for t in s.values())], mesh)
-    step = iter(range(total))
-    lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
-    pf = peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
-    sheet = datasheet_peak(device_kind(), cfg.precision) if mfu else None   # None on a CPU or an unknown device
-    meter = Throughput(model_dims(model.encoder.config), pf, sheet and sheet * reps)
-    loop = EpochLoop(cfg, snapshot=lambda: {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                     restore=lambda s: _restore(model, s, mesh), verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=pf, datasheet_peak_flops=sheet and sheet * reps, recompiles=[])
-    model.train()
-    for epoch in loop:
-        w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}', counter=_graphs)
-        if watchers is not None: watchers.append(w)
-        loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
-        meter.reset(); t0, hits = time.perf_counter(), count_cache_hits()
-        losses = _epoch(model, opt, cfg, (to_device(b, mesh) for b in loader), lr, w,
-                        loop.bar(len(loader), epoch) if verbose else None, meter)
-        secs, hits = time.perf_counter() - t0, count_cache_hits() - hits
-        loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
-        loop.history.info['recompiles'].append(w.recompiles)
-        vl, ev = None, 0
-        if valid is not None:
-            ev = _graphs(); vl = evaluate(cfg, model, valid, y_valid, mesh); ev = _graphs() - ev
-        s = meter.summary(secs)
-        loop.end_epoch(np.mean(losses), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
-                       val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
-    return model, loop.finish()
+    "Train a model for `cfg` on one XLA device or SPMD over a mesh (the core's `fit_model` on `XlaDevice`)"
+    return torchcore.fit_model(cfg, train, y_train, valid, y_valid, model, XlaDevice(mesh), verbose, watchers, mfu)
+
+def predict(cfg:TrainConfig, model:TaskModel, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
+    "Predictions of `model` (on the XLA device) for every row of `data`, SPMD over `mesh` if given"
+    return torchcore.predict(cfg, model, data, XlaDevice(mesh))
+
+def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->float: # the mean loss
+    "The task's loss of the predictions of `model` on `data`: every backend's validation loss"
+    return torchcore.evaluate(cfg, model, data, y, XlaDevice(mesh))
 
 # %% ../nbs/10_torchxla.ipynb #d4436d69
 class XlaBackend:
@@ -457,33 +151,34 @@ class XlaBackend:
         verbose:bool=True,  # progress bar and one line per epoch
         compile_cache=None, # folder keeping compiled graphs for later runs (default: `compile_cache_dir('torch_xla')`); 'off': none
     ):
-        self.spmd, self.verbose, self._mesh = spmd, verbose, None
+        self.spmd, self.verbose, self._layer = spmd, verbose, None
         self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
         self.compile_cache = use_compile_cache(compile_cache)   # before anything compiles; None where it cannot help
         self.compile_cache_why = compile_cache_status()['why']   # why it is None ('on the CPU runtime ...'); None when on
 
     @property
-    def mesh(self): # the SPMD mesh (None on one device)
-        if self.spmd and self._mesh is None: self._mesh = spmd_mesh()
-        return self._mesh
-
-    def replicas(self)->int: return n_devices(self.mesh)
+    def layer(self)->XlaDevice: # the device layer (made on first use: SPMD must start before the device is touched)
+        if self._layer is None: self._layer = XlaDevice(spmd_mesh() if self.spmd else None)
+        return self._layer
+    @property
+    def mesh(self): return self.layer.mesh   # the SPMD mesh (None on one device)
+    def replicas(self)->int: return self.layer.replicas()
+    def describe(self)->str: return self.layer.describe()
 
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
         "Build `cfg.model` with a new head and train it; (model, History)"
-        mesh = self.mesh   # first: SPMD must start before the device is touched
         self.watchers = []
-        return fit_model(cfg, train, y_train, valid, y_valid, mesh=mesh, verbose=self.verbose, watchers=self.watchers)
+        return torchcore.fit_model(cfg, train, y_train, valid, y_valid, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"
-        return predict(cfg, model, data, self.mesh)
+        return torchcore.predict(cfg, model, data, self.layer)
 
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device"
-        return load_weights(build_model(cfg, pretrained=False), path).to(import_xla().device())
+        return self.layer.place_model(load_weights(build_model(cfg, pretrained=False), path))
 
     def compile_stats(self)->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
         "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
@@ -492,11 +187,7 @@ class XlaBackend:
 
     def free(self, model:TaskModel|None=None)->None:
         "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
-        tx = import_xla()
-        if model is not None: model.to('meta')
-        gc.collect(); tx.sync()
-        import torch_xla.core.xla_model as xm
-        xm.wait_device_ops()
+        self.layer.free(model)
 
 # %% ../nbs/10_torchxla.ipynb #f116dde0
 def fit_per_core(
@@ -510,17 +201,18 @@ def fit_per_core(
     "The per-core training program for `torch_xla.launch`: DistributedSampler + MpDeviceLoader + all-reduced gradients"
     tx = import_xla()
     use_compile_cache(Path(compile_cache) / f'process{index}' if compile_cache else 'off')   # one folder per process
-    import torch_xla.runtime as xr, torch_xla.core.xla_model as xm, torch_xla.distributed.parallel_loader as pl
+    import torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
-    dev = tx.device()                                  # the first touch of the device: in the child
-    world, rank, n = xr.world_size(), xr.global_ordinal(), n_rows(train)
+    layer = XlaDevice(per_core=True)
+    dev = layer.device                                 # the first touch of the device: in the child
+    world, rank, n = layer.replicas(), layer.rank, n_rows(train)
     model = build_model(cfg).to(dev); model.buckets = [width(train)]
     ds = EncodedDataset(train, check_targets(cfg, y_train, n))
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
     loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=_as_is)
     steps = len(loader) // cfg.grad_accum
     total, peak = steps * cfg.epochs, cfg.lr * (world if cfg.scale_lr else 1)
-    opt = make_optimizer(model, cfg)
+    opt = make_optimizer(model, cfg, layer)
     step = iter(range(total))
     lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
     loop = EpochLoop(cfg, verbose=rank == 0, replicas=world, global_batch=cfg.batch_size * world * cfg.grad_accum,
@@ -528,21 +220,20 @@ def fit_per_core(
     model.train()
     for epoch in loop:
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
-        w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=_graphs)
+        w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
         t0, hits = time.perf_counter(), count_cache_hits()
-        losses = _epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w,
-                        reduce=xm.reduce_gradients)    # average the gradients over all cores
+        losses = _epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
         secs = time.perf_counter() - t0
         loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
-        loss = float(xm.mesh_reduce('loss', float(np.mean(losses)), np.mean))
-        loop.end_epoch(loss, secs, len(losses) * cfg.batch_size * world, compiles=w.compiles, cache_hits=count_cache_hits() - hits)
+        loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * cfg.batch_size * world, compiles=w.compiles,
+                       cache_hits=count_cache_hits() - hits)
     hist = loop.finish()
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')
         write_json(Path(out_dir) / 'history.json', hist.to_dict())
-    xm.rendezvous('tpututor_saved')
+    _xm().rendezvous('tpututor_saved')
 
 def launch_fit(
     cfg:TrainConfig,  # the run's settings (`batch_size` per core)
