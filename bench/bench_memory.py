@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, table, code_hash, versions
 
-BACKENDS = ('tf', 'keras', 'xla')
+BACKENDS = ('tf', 'keras', 'xla', 'torch')
 FOLDS, ROWS, MAX_LEN, BATCH = 5, 200, 32, 16   # small folds: the memory a fold leaves behind is the model's, whatever the rows
 GOAL_MB = 150                                 # the growth from fold 2 to fold 4 that is still "flat"
 

@@ -25,7 +25,7 @@ is a first run's.
 import json, os, subprocess, sys, tempfile, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table
+from common import table
 
 N_TRAIN, N_TEST, FOLDS, MAX_LEN, BUCKETS, BATCH = 600, 240, 3, 64, 4, 32
 CONTENDERS = {   # name -> (what it is, anchor?)
@@ -182,30 +182,47 @@ class Worker:
         self.p.wait(60)
 
 def main(names=tuple(CONTENDERS)):
+    "Measure every contender in `names`, fold by fold; the raw figures go to bench/results/trainer_runs.json, then the report"
+    import datetime, numpy as np
+    from common import RESULTS, _write, machine
+    cache = tempfile.mkdtemp(prefix='tpututor-bench-compile-')   # first-run figures: the compile caches start empty
+    env = {**os.environ, 'TPUTUTOR_COMPILE_CACHE': cache, 'TPUTUTOR_PROGRESS': 'lines'}
+    tr, te, fold = _data()
+    workers = {k: Worker(k, env) for k in names}   # started one after the other: start-up is not timed
+    runs = {k: dict(secs=[], comp=[], p_va={}, test=[], rate=[]) for k in names}
+    try:
+        for i in range(FOLDS):
+            for k, w in workers.items():
+                res = w.fold(i); r = runs[k]
+                r['secs'].append(res['secs']); r['comp'].append(res['comp']); r['p_va'][i] = res['p_va']
+                r['test'].append(res['p_te']); r['rate'].append(res['rate'])
+                print(f"fold {i}: {CONTENDERS[k][0]}: {res['secs']:.1f}s, compiles {res['comp']}", flush=True)
+    finally:
+        for w in workers.values(): w.close()
+    import shutil; shutil.rmtree(cache, ignore_errors=True)
+    load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+    rec = dict(date=str(datetime.date.today()), machine=machine(), load=load, runs=runs,
+               versions={m: v for w in workers.values() for m, v in w.versions.items()})
+    _write(RESULTS / 'trainer_runs.json', json.dumps(rec) + '\n')
+    return report_runs(rec)
+
+def report_runs(rec=None):
+    "bench/results/trainer.{md,json} from the raw figures (default: bench/results/trainer_runs.json)"
     import numpy as np
+    from common import RESULTS
     from tpututor.config import row_lengths
     from tpututor.kfold import score
     from tpututor.meter import model_dims, train_flops
     from tpututor.models import resolve_model
-    from tpututor.tokenize import encode, choose_buckets, assign_buckets
+    from tpututor.tokenize import encode, choose_buckets, assign_buckets, bucket_batches
     from transformers import AutoConfig
-    cache = tempfile.mkdtemp(prefix='tpututor-bench-compile-')   # first-run figures: the compile caches start empty
-    env = {**os.environ, 'TPUTUTOR_COMPILE_CACHE': cache, 'TPUTUTOR_PROGRESS': 'lines'}
+    rec = rec or json.loads((RESULTS / 'trainer_runs.json').read_text())
     tr, te, fold = _data()
     y, y_te = tr.label.values, te.label.values
-    workers = {k: Worker(k, env) for k in names}   # started one after the other: start-up is not timed
-    runs = {k: dict(secs=[], comp=[], oof=np.zeros((len(tr), 2), np.float32), test=[], rate=[]) for k in names}
-    try:
-        for i in range(FOLDS):
-            va_idx = np.flatnonzero(fold == i)
-            for k, w in workers.items():
-                res = w.fold(i); r = runs[k]
-                r['secs'].append(res['secs']); r['comp'].append(res['comp']); r['oof'][va_idx] = np.asarray(res['p_va'])
-                r['test'].append(np.asarray(res['p_te'])); r['rate'].append(res['rate'])
-                print(f"fold {i}: {CONTENDERS[k][0]}: {res['secs']:.1f}s, compiles {res['comp']}", flush=True)
-    finally:
-        for w in workers.values(): w.close()
-    versions = {m: v for w in workers.values() for m, v in w.versions.items()}
+    runs = {k: dict(r, oof=np.zeros((len(tr), 2), np.float32), test=[np.asarray(t) for t in r['test']]) for k, r in rec['runs'].items()}
+    for r in runs.values():
+        for i, p in r['p_va'].items(): r['oof'][fold == int(i)] = np.asarray(p)
+    versions = rec['versions']
     n_rows = [int((fold != i).sum()) // BATCH * BATCH for i in range(FOLDS)]   # rows trained per fold (full batches)
     path = resolve_model('minilm'); dims = model_dims(AutoConfig.from_pretrained(path))
     enc = encode(path, tr.text.tolist(), max_len=MAX_LEN); L = row_lengths(enc)
@@ -234,6 +251,20 @@ def main(names=tuple(CONTENDERS)):
              'MFU (measured peak)': pct(r['mfu']), 'held-out accuracy': f"{r['held']:.3f}", 'out-of-fold accuracy': f"{r['oof_acc']:.3f}"}
             for k, r in runs.items()]
     cols = list(rows[0])
+    bl = choose_buckets(L, BUCKETS, max_len=MAX_LEN)
+    plan = bucket_batches(L, [MAX_LEN], BATCH, shuffle=True, seed=0, drop_last=True)   # random batches, as the Trainer's sampler draws them
+    dyn = np.concatenate([np.full(len(idx), L[idx].max()) for _, idx in plan])
+    lens = dict(buckets=float(np.asarray(bl)[assign_buckets(L, bl)].mean()), dynamic=float(dyn.mean()))
+    per_row = lambda lengths: float(np.mean([train_flops(dims, p, p) for p in lengths]))
+    cut = dict(padded=train_flops(dims, MAX_LEN, MAX_LEN) / per_row(np.asarray(bl)[assign_buckets(L, bl)]),
+               dynamic=per_row(dyn) / per_row(np.asarray(bl)[assign_buckets(L, bl)]))
+    n_shapes = len({int(x) for x in dyn})
+    def why_not(anchor):
+        if anchor == 'trainer_dynamic':
+            return (f"the fastest anchor pads each batch to its longest row, so the buckets' FLOPs cut against it is only {cut['dynamic']:.2f}x "
+                    f"(against padding to {MAX_LEN}: {cut['padded']:.2f}x), and on a CPU its many shapes cost eager PyTorch nothing. What is left "
+                    "is the loop and the head. Where a compiler sees each batch (a TPU), dynamic padding would compile almost every batch.")
+        return "the first fold's compiles and the small matrices of short buckets cost on a CPU what the buckets save."
     goals, lines = [], []
     if base and best:
         rb = runs[best]; x = rb['eps'] / B['eps']; met = bool(x >= 2 and rb['held'] >= B['held'])
@@ -242,8 +273,7 @@ def main(names=tuple(CONTENDERS)):
         lines.append(f"- **Goal**: the fastest tpututor backend, {CONTENDERS[best][0]}, against the fastest anchor, {CONTENDERS[base][0]}: "
                      f"**{x:.2f}x** the examples/s over all folds with compiles (goal >= 2x), held-out accuracy {rb['held']:.3f} vs "
                      f"{B['held']:.3f}: goal {'met' if met else '**not met**'}." + ('' if met else
-                     " On a CPU the compiles of the first fold and the small matrices of short buckets cost what the buckets save; "
-                     "the figures that count for a TPU are the compiles per fold (none after the first) and the FLOPs cut, below."))
+                     f" Why: {why_not(base)}"))
         for k in ours:
             goals.append(dict(comparison=f'CPU k-fold examples/s, all folds with compiles: {CONTENDERS[k][0]} vs the fastest anchor',
                               measured=f"{runs[k]['eps'] / B['eps']:.2f}x", goal='reported', met=None))
@@ -255,13 +285,11 @@ def main(names=tuple(CONTENDERS)):
             extra = r['secs'][0] - n_rows[0] / r['steady']
             lines.append(f"- {CONTENDERS[k][0]}: first fold {r['secs'][0]:.0f}s (compiles: {r['comp'][0]}), " +
                          (f"{extra:.0f}s more than at its best later fold's rate" if extra > 0 else "no slower than its best later fold"))
-    bl = choose_buckets(L, BUCKETS, max_len=MAX_LEN)
-    padded = np.asarray(bl)[assign_buckets(L, bl)]
-    flop_cut = train_flops(dims, MAX_LEN, MAX_LEN) / float(np.mean([train_flops(dims, p, p) for p in padded]))
-    lines.append(f"- What length buckets save here: rows hold {L.mean():.1f} tokens on average; {BUCKETS} buckets ({', '.join(map(str, bl))}) "
-                 f"pad them to {padded.mean():.1f}, against {MAX_LEN} for the padded anchors: {flop_cut:.2f}x fewer training FLOPs per row. "
-                 "Dynamic padding pads each batch to its longest row, at the price of a new shape almost every batch: free in eager PyTorch "
-                 "on a CPU, a compile each on a TPU.")
+    lines.append(f"- What the padding costs here: rows hold {L.mean():.1f} tokens on average; padded to {MAX_LEN}, a row costs {cut['padded']:.2f}x "
+                 f"the training FLOPs of {BUCKETS} length buckets ({', '.join(map(str, bl))}: {lens['buckets']:.1f} tokens per row); dynamic "
+                 f"padding (each batch to its longest row: {lens['dynamic']:.1f} per row) costs {cut['dynamic']:.2f}x, at the price of a new shape "
+                 f"almost every batch ({n_shapes} shapes in an epoch here): free in eager PyTorch on a CPU, a compile each where a compiler "
+                 "sees the batch (a TPU, `torch.compile`), which is why the TPU guides pad to max_length.")
     body = table(rows, cols) + '\n\n' + '\n'.join(lines)
     body += (f"\n\n{FOLDS} folds of {N_TRAIN} Rotten Tomatoes snippets (stratified, seed 42), held-out set of {N_TEST} others; pretrained "
              f"MiniLM (all-MiniLM-L6-v2), max length {MAX_LEN}, batch {BATCH}, 1 epoch, lr 5e-5 with 10% linear warm-up then linear decay "
@@ -271,10 +299,17 @@ def main(names=tuple(CONTENDERS)):
              "torch_xla's metrics, `tf`'s the traces of its train function; the native Trainer and KerasHub's eager-on-JAX classifier are "
              "not counted ('-'). MFU: training FLOPs over the native torch device's measured matmul peak (the `torch` backend's), the padded "
              "anchors' at their padded length; dynamic padding has no single length ('-').")
-    report('trainer', 'k-fold fine-tune on a CPU: every backend vs the anchors users pick', body, './run.sh bench trainer', goals=goals)
-    import shutil; shutil.rmtree(cache, ignore_errors=True)
+    from common import _write
+    text = (f"## k-fold fine-tune on a CPU: every backend vs the anchors users pick\n\n{body}\n\nMeasured {rec['date']} on {rec['machine']}; "
+            f"load average at the end (1, 5, 15 min): {rec['load']}. Reproduce: `./run.sh bench trainer` (the report alone, from the "
+            "recorded figures: `python bench/bench_trainer.py report`)\n")
+    print(text)
+    _write(RESULTS / 'trainer.md', text)
+    _write(RESULTS / 'trainer.json', json.dumps([dict(benchmark='trainer', **g, date=rec['date'], machine=rec['machine'], how='./run.sh bench trainer')
+                                                 for g in goals], indent=1) + '\n')
     return {k: r['eps'] / B['eps'] for k, r in runs.items()} if B else {}
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['worker']: worker(sys.argv[2])
+    elif sys.argv[1:2] == ['report']: report_runs()
     else: main(tuple(sys.argv[1:]) or tuple(CONTENDERS))

@@ -1,6 +1,6 @@
 """k-fold runs on the transformer backends, through the CLI as a user runs them (tiny models, so fast):
 every backend produces a complete run directory from length buckets and folds of unequal sizes, and the
-backends that count their compiles (keras, xla) compile nothing after the first fold; a run killed with
+backends that compile (keras, xla) compile nothing after the first fold, and eager torch nothing at all; a run killed with
 SIGKILL during its second fold resumes without redoing the first and ends with the same predictions as an
 uninterrupted run."""
 import json, os, signal, subprocess, time
@@ -37,7 +37,7 @@ def trained(setup, backend, tmp_path_factory):
         _RUNS[backend] = out, run(cmd(setup, backend, out))
     return _RUNS[backend]
 
-@pytest.mark.parametrize('backend', ['keras', 'xla', 'tf'])
+@pytest.mark.parametrize('backend', ['keras', 'xla', 'torch', 'tf'])
 def test_kfold_end_to_end(setup, backend, tmp_path, tmp_path_factory):
     out, stdout = trained(setup, backend, tmp_path_factory)
     assert 'out-of-fold accuracy' in stdout
@@ -49,7 +49,7 @@ def test_kfold_end_to_end(setup, backend, tmp_path, tmp_path_factory):
     np.testing.assert_allclose(np.load(out/'test.npy'), per_fold.mean(0), rtol=1e-6)
     for i in range(3): assert (out/f'fold{i}/weights.safetensors').stat().st_size > 10_000
     summary = json.loads((out/'summary.json').read_text())
-    if backend != 'tf':   # JAX and torch_xla count their compiles: folds 1 and 2 make none (the same shapes, the same programs)
+    if backend in ('keras', 'xla'):   # JAX and torch_xla count their compiles: folds 1 and 2 make none (the same shapes, the same programs)
         compiles = [f['compiles'] for f in summary['fold_scores']]
         assert compiles[0] > 0 and compiles[1:] == [0, 0], compiles
         assert summary['compiles']['after_first_fold'] == 0 and summary['compiles']['first_seconds'] > 0, summary['compiles']
@@ -57,6 +57,9 @@ def test_kfold_end_to_end(setup, backend, tmp_path, tmp_path_factory):
         assert 'compiles: ' in stdout and ' after it (0.0s)' in stdout
         epochs = [l for l in stdout.splitlines() if l.startswith('epoch ')]
         assert len(epochs) == 6 and all(', 0 compiles (+0 evaluating)' in l for l in epochs[2:]), epochs
+    if backend == 'torch':   # eager PyTorch compiles nothing: every epoch line says so
+        epochs = [l for l in stdout.splitlines() if l.startswith('epoch ')]
+        assert len(epochs) == 6 and all(', 0 compiles (+0 evaluating)' in l for l in epochs), epochs
     sub = pd.read_csv(out/'predictions.csv'); assert len(sub) == 60 and sub.id.tolist() == list(range(60))
     assert list(sub.columns) == ['id', 'label', 'prob_0', 'prob_1']
     # predict from the saved weights reproduces the averaged test predictions

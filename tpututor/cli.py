@@ -19,16 +19,12 @@ from .tokenize import encode
 from .meter import mfu_text, compile_cache_dir, compile_cache_report, clear_compile_cache
 
 # %% auto #0
-__all__ = ['DEFAULT_BACKEND', 'DEFAULT_BACKEND_WHY', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser',
-           'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend',
-           'train', 'compile_summary', 'print_summary', 'predict', 'main', 'cache']
+__all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'pick_backend', 'read_csv',
+           'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend', 'train',
+           'compile_summary', 'print_summary', 'predict', 'main', 'cache']
 
 # %% ../nbs/12_cli.ipynb #58805425
-DEFAULT_BACKEND = 'xla'   # measured: see DEFAULT_BACKEND_WHY
-DEFAULT_BACKEND_WHY = ('on a CPU the embedded job runs on one torch_xla device, while keras splits the CPU into '
-                       '--devices JAX devices (the virtual TPU), slower on a few cores; keras on one JAX device '
-                       'is faster still (--devices 1; the Performance page has the measured ratio). On a TPU, keras '
-                       '(JAX) and xla both run with what Kaggle and Colab install')
+DEFAULT_BACKEND = 'auto'   # `pick_backend`: the backend of the which-backend table for this machine
 # batch_size: rows per step over all devices in the embedded job (per device = batch_size // devices)
 DEFAULT_JOB = dict(rows=2000, held_out=1000, buckets=4, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
@@ -82,8 +78,8 @@ def parser()->argparse.ArgumentParser:
     g.add_argument('--group', metavar='COL', help='column whose values must stay in one fold (e.g. a movie or question id)')
     g.add_argument('--rows', type=int, help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
     r = t.add_argument_group('run')
-    r.add_argument('--backend', choices=list(BACKENDS), default=DEFAULT_BACKEND, help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
-                   + f' (default: {DEFAULT_BACKEND}: {DEFAULT_BACKEND_WHY})')
+    r.add_argument('--backend', choices=['auto', *BACKENDS], default=DEFAULT_BACKEND, help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
+                   + f" (default: auto, what the which-backend table on the install page recommends for this machine: here {pick_backend()[0]})")
     r.add_argument('--devices', type=int, default=8, help='keras: JAX devices to split a CPU into, the virtual TPU (a TPU or GPU shows its own) (default: 8)')
     r.add_argument('--coordinator', metavar='HOST:PORT', help="keras, many hosts: process 0's address, the same on every host; "
                    "'auto' on a TPU pod slice (every host runs the same command) (default: one host)")
@@ -114,6 +110,25 @@ def parser()->argparse.ArgumentParser:
     ca.add_argument('--compile-cache', metavar='DIR', help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
     ca.add_argument('--debug', action='store_true', help='show Python tracebacks')
     return p
+
+# %% ../nbs/12_cli.ipynb #d7c54f9a
+def pick_backend(
+    have=None,          # dist name -> installed version or None (default: what is installed)
+    tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
+)->tuple:               # (backend name, why in a few words)
+    "The backend `--backend auto` trains with on this machine"
+    from tpututor.frameworks import installed_version, _tpu_present
+    have = have or installed_version
+    tpu = _tpu_present() if tpu is None else tpu
+    jax_keras = have('jax') and have('keras') and have('keras-hub')
+    if tpu:
+        if have('torch-tpu'): return 'torch', 'a TPU with TorchTPU: native PyTorch on its chips'
+        if jax_keras: return 'keras', 'a TPU with JAX, Keras and KerasHub: Keras 3 on JAX reaches its chips as installed'
+        if have('torch-xla') or have('torch_xla'): return 'xla', 'a TPU with torch_xla and no KerasHub: PyTorch/XLA reaches its chips'
+        return 'keras', "a TPU: Keras 3 on JAX (tpututor.frameworks.install_missing('keras') adds what is missing)"
+    if have('torch'): return 'torch', 'no TPU: native PyTorch on the GPU, else the CPU'
+    if jax_keras: return 'keras', 'no TPU and no PyTorch: Keras 3 on JAX'
+    return 'bow', 'no training framework installed: the bag-of-tokens baseline'
 
 # %% ../nbs/12_cli.ipynb #6f67d067
 def read_csv(path, what='--data')->pd.DataFrame:
@@ -215,6 +230,9 @@ def start_backend(args): # the backend named by --backend, its devices started
 def train(args)->dict:
     "Run `tpututor train` with parsed `args`; returns the summary"
     t0 = time.time()
+    if args.backend == 'auto':
+        args.backend, why = pick_backend()
+        print(f"backend {args.backend} ({why}; --backend names another)")
     if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache   # every framework's cache reads it
     embedded = not args.data
     if args.data:

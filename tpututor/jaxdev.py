@@ -12,7 +12,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'VirtualDevicesError', 'virtual_jax',
            'describe_jax', 'count_compiles', 'compile_seconds', 'count_cache_hits', 'use_compile_cache', 'main_process',
-           'init_multihost', 'gather', 'agree', 'local_rows', 'peak_flops']
+           'init_multihost', 'gather', 'agree', 'local_rows', 'peak_flops', 'JaxDevice']
 
 # %% ../nbs/03a_jax.ipynb #fe9cbe2a
 _TF_MODULES = ('tensorflow', 'tensorflow_text')
@@ -235,3 +235,17 @@ def peak_flops(
         f = jax.jit(lambda a, b: jnp.einsum('dij,djk->dik', jnp.einsum('dij,djk->dik', a, b), b))
         return best_rate(lambda: f(a, b).block_until_ready(), 2 * 2 * n ** 3 * len(devs)) / len(devs)
     return cached_peak(f'jax|{kind}|{len(devs)}|{dtype}|{n}', measure, refresh)
+
+# %% ../nbs/03a_jax.ipynb #3ec4e0b7
+class JaxDevice:
+    "JAX's device layer for the meter's operations: the functions of this lesson, behind the methods every framework has"
+    def kind(self)->str: # 'CPU:<model> xN', 'TPU:TPU v5 lite', 'GPU:NVIDIA H100 80GB HBM3'
+        import jax
+        from tpututor.meter import host_name
+        d = jax.local_devices()[0]
+        return f'CPU:{host_name()}' if d.platform == 'cpu' else f'{d.platform.upper()}:{d.device_kind}'
+    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return peak_flops(dtype, refresh=refresh)
+    def count_compiles(self)->int: return count_compiles()
+    def cache_hits(self)->int: return count_cache_hits()
+    def compile_seconds(self)->float: return compile_seconds()
+    def use_compile_cache(self, path=None): return use_compile_cache(path)

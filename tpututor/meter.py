@@ -10,8 +10,9 @@ import json, os, platform, time, warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['GPU_SPECS', 'train_flops', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'compile_cache_dir',
-           'compile_cache_report', 'clear_compile_cache', 'datasheet_peak', 'mfu_text', 'Throughput']
+__all__ = ['DEVICE_LAYERS', 'GPU_SPECS', 'train_flops', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate', 'host_name',
+           'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops', 'peak_flops',
+           'count_compiles', 'use_compile_cache', 'device_kind', 'datasheet_peak', 'mfu_text', 'Throughput']
 
 # %% ../nbs/07c_meter.ipynb #c845821c
 def _dims(
@@ -253,6 +254,39 @@ def clear_compile_cache(
         freed += _size(d)[1]
         shutil.rmtree(d)
     return freed
+
+# %% ../nbs/07c_meter.ipynb #571078b3
+DEVICE_LAYERS = {   # framework -> (module, class) of the object that answers the operations below for it
+    'torch': ('tpututor.torchcore', 'TorchDevice'),
+    'torch_xla': ('tpututor.torchxla', 'XlaDevice'),
+    'jax': ('tpututor.jaxdev', 'JaxDevice'),
+    'tensorflow': ('tpututor.strategy', 'TfDevice'),
+}
+
+def device_ops(
+    framework:str, # a key of `DEVICE_LAYERS`
+):                 # its device layer: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(), use_compile_cache(path)
+    "The object that answers the meter's questions for `framework` (its module is imported only now)"
+    import importlib
+    if framework not in DEVICE_LAYERS: raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_LAYERS)}")
+    mod, cls = DEVICE_LAYERS[framework]
+    return getattr(importlib.import_module(mod), cls)()
+
+def peak_flops(framework:str, dtype:str='float32', refresh:bool=False)->float: # FLOP/s of one device
+    "The measured matmul peak of one device of `framework` (cached)"
+    return device_ops(framework).peak_flops(dtype, refresh=refresh)
+
+def count_compiles(framework:str)->int|None: # None where the framework compiles no programs of its own
+    "Programs `framework` has compiled or loaded from its compile cache in this process"
+    return device_ops(framework).count_compiles()
+
+def use_compile_cache(framework:str, path=None): # the folder in use, or None
+    "Keep `framework`'s compiled programs in `path` (default: `compile_cache_dir` of the framework)"
+    return device_ops(framework).use_compile_cache(path)
+
+def device_kind(framework:str)->str: # e.g. 'CPU:<model> x2', 'CUDA:NVIDIA H100 80GB HBM3', 'TPU:TPU v5 lite'
+    "What the device `framework` computes on is, the key of `datasheet_peak`"
+    return device_ops(framework).kind()
 
 # %% ../nbs/07c_meter.ipynb #5c608ed1
 GPU_SPECS = [   # NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins

@@ -10,7 +10,7 @@ import contextlib, logging, warnings
 from .frameworks import import_tf, keras_is_legacy
 
 # %% auto #0
-__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'peak_flops', 'n_replicas', 'global_batch', 'scaled_lr',
+__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'peak_flops', 'TfDevice', 'n_replicas', 'global_batch', 'scaled_lr',
            'check_steps_per_execution']
 
 # %% ../nbs/08_strategy.ipynb #8ec980f2
@@ -106,6 +106,25 @@ def peak_flops(
         done = lambda out: [float(x) for x in strategy.experimental_local_results(out)]   # waits for every replica
         return best_rate(lambda: done(run()), 2 * n**3 * reps)   # one call traces and compiles, then the best of 3
     return cached_peak(f'tf-matmul|{kind}|{dtype}|{n}|x{reps_in_sync}', measure, refresh)
+
+# %% ../nbs/08_strategy.ipynb #c75c5441
+class TfDevice:
+    "TensorFlow's device layer for the meter's operations"
+    def __init__(self, strategy=None): self.strategy = strategy   # the strategy whose replicas answer (default: `get_strategy()`)
+    def kind(self)->str: # 'CPU:<model> xN', 'GPU:<name>', 'TPU'
+        "What the strategy's first replica computes on"
+        from tpututor.meter import host_name
+        tf = import_tf(); s = self.strategy or get_strategy(verbose=False)
+        try: first = s.extended.worker_devices[0]
+        except RuntimeError: first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
+        kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
+        if kind == 'GPU': return f"GPU:{tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name', '')}"
+        return f'CPU:{host_name()}' if kind == 'CPU' else kind
+    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return peak_flops(self.strategy, dtype, refresh=refresh)
+    def count_compiles(self): return None        # graphs are traced, not compiled by XLA: the tf backend counts its traces
+    def cache_hits(self): return None
+    def compile_seconds(self): return None
+    def use_compile_cache(self, path=None): return None   # nothing to keep between processes
 
 # %% ../nbs/08_strategy.ipynb #14580ad5
 def n_replicas(strategy)->int: # 1 for the default strategy

@@ -670,6 +670,8 @@ def fit_model(
     return model, loop.finish()
 
 # %% ../nbs/10_torch.ipynb #a135619c
+def _model_key(cfg:TrainConfig)->tuple: return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
+
 class TorchBackend:
     "Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under torchrun (the `Backend` contract)"
     name = 'torch'
@@ -683,6 +685,7 @@ class TorchBackend:
         self.layer = TorchDevice(device, compile)
         self.verbose, self.watchers = verbose, []   # the last fit's `CompileWatcher`s, one per epoch
         self.compile_cache = self.layer.use_compile_cache(compile_cache)
+        self._spare = {}   # compiled: a freed model kept for the next fit of its config, so its programs are reused
 
     def replicas(self)->int: return self.layer.replicas()
     @property
@@ -692,8 +695,14 @@ class TorchBackend:
 
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
         "Build `cfg.model` with a new head and train it; (model, History)"
-        self.watchers = []
-        return fit_model(cfg, train, y_train, valid, y_valid, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
+        self.watchers, key = [], _model_key(cfg)
+        model = self._spare.pop(key, None)
+        if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
+            with torch.no_grad():
+                for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()): t.copy_(v)
+        model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
+        model._cfg_key = key
+        return model, hist
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (every process predicts every row)"
@@ -705,8 +714,16 @@ class TorchBackend:
         "The model of `cfg` with the weights of `path`, on the device"
         return self.layer.place_model(load_weights(build_model(cfg, pretrained=False, layer=self.layer), path))
 
-    def compile_stats(self)->dict: # programs compiled (and loaded from the compile cache) by this process so far, and the seconds
-        "torch.compile's own counts (all 0 in eager mode)"
-        return dict(compiles=self.layer.count_compiles(), cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
+    @property
+    def compile_stats(self): # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing compiles
+        "torch.compile's own counts, for the k-fold layer's compile report"
+        if not self.layer.compile: return None
+        return lambda: dict(compiles=self.layer.count_compiles(), cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
 
-    def free(self, model:TaskModel|None=None)->None: self.layer.free(model)
+    def free(self, model:TaskModel|None=None)->None:
+        "Release the model's device memory; with torch.compile the last fold's model is kept instead, for the next fold of its config"
+        key = getattr(model, '_cfg_key', None)
+        if self.layer.compile and key is not None:
+            for old in self._spare.values(): self.layer.free(old)
+            self._spare = {key: model}; return
+        self.layer.free(model)
