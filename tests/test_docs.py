@@ -6,7 +6,7 @@ any host but 127.0.0.1, a name in its module's `__all__` without an API entry, m
 for the bfloat16 lesson, an explorer widget that renders blank. Screenshots of the home page and the widget
 go to tests/artifacts/.
 
-The site is built by the test (`tools/docs/build.py`, cached by content, ~20s from cold) unless
+The site is built by the test (`tools/docs/build.py`, cached by content, about 30 s from cold) unless
 TPUTUTOR_DOCS_PREBUILT=1 says docs/ is already built. Chromium is installed with apt-get when
 /usr/bin/chromium is missing (as root); without it, or without npm for the site's JavaScript, the tests skip
 and say why (and fail under CI=true). They take about a minute, well inside the CI budget, so they run by default.
@@ -14,7 +14,7 @@ and say why (and fail under CI=true). They take about a minute, well inside the 
 import ast, base64, functools, http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urlparse, unquote
 import pytest
 from conftest import ROOT, clean_env
 
@@ -195,14 +195,19 @@ def module_pages():
     return spec
 
 def test_links_between_pages_resolve(site):
-    "Every relative link of every page (notebooks link each other as NN_name.ipynb) points at a file of the site"
-    broken = []
+    "Every relative link of every page (notebooks link each other as NN_name.ipynb) points at a file of the site, and its #anchor at an id on that page"
+    broken, ids = [], {}
+    def has_id(path, anchor):
+        if path not in ids: ids[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(errors='replace')))
+        return anchor in ids[path]
     for page in pages():
         text = (SITE / page).read_text(errors='replace')
-        for href in re.findall(r'href="([^"#]+)(?:#[^"]*)?"', text):
+        for href, anchor in re.findall(r'href="([^"#]*)(?:#([^"]*))?"', text):
             if re.match(r'^[a-z][a-z0-9+.-]*:', href) or href.startswith('/'): continue   # other hosts, mailto:, absolute
-            if not ((SITE / page).parent / href).resolve().exists(): broken.append(f'{page} -> {href}')
-    assert not broken, f'{len(broken)} broken links: {broken[:10]}'
+            target = ((SITE / page).parent / href).resolve() if href else (SITE / page)
+            if not target.exists(): broken.append(f'{page} -> {href}')
+            elif anchor and target.suffix == '.html' and not has_id(target, unquote(anchor)): broken.append(f'{page} -> {href}#{anchor}')
+    assert not broken, f'{len(broken)} broken links: {broken[:20]}'
 
 def test_nav_shows_the_project(site, server, browser):
     problems = browser.problems(browser.open(server + 'index.html'))
@@ -232,8 +237,13 @@ def test_every_page_loads_clean(site, server, browser):
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
         if p.endswith('.html') and p not in ('performance.html', 'install.html'):
-            colab = browser.js("Array.from(document.querySelectorAll('a.tt-colab')).map(a => a.href)")
-            if not colab or 'colab.research.google.com/github/' not in colab[0]: problems.append(f'no Open in Colab link: {colab}')
+            colab = browser.js("Array.from(document.querySelectorAll('article a')).filter(a => a.innerText.trim() == 'Open in Colab').map(a => a.href)")
+            if len(colab) != 1 or 'colab.research.google.com/github/' not in colab[0]: problems.append(f'not one Open in Colab link: {colab}')
+            kaggle = browser.js("Array.from(document.querySelectorAll('article a')).filter(a => a.innerText.trim() == 'Open in Kaggle').map(a => a.href)")
+            if len(kaggle) != 1 or 'kaggle.com/kernels/welcome?src=https://github.com/' not in kaggle[0]: problems.append(f'not one Open in Kaggle link: {kaggle}')
+        clipped = browser.js("""Array.from(document.querySelectorAll('article .jp-OutputArea-output, article table')).filter(e =>
+            e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX)).length""")
+        if clipped: problems.append(f'{clipped} output(s) or table(s) wider than the page that do not scroll (clipped at 1280 px)')
         if problems: bad[p] = problems
     assert not bad, json.dumps(bad, indent=1)
 

@@ -168,6 +168,7 @@ def _html_links(md):
     "Quarto's `[text](url){target=...}` links (nbdev writes them) as plain HTML links"
     return _re_pandoc_link.sub(lambda m: f'<a href="{m.group(2)}" target="_blank" rel="noopener" class="tt-src">{m.group(1)}</a>', md)
 
+_re_open_in = re.compile(r'^\[Open in (?:Kaggle|Colab)\]\([^)]*\)(?: · \[Open in (?:Kaggle|Colab)\]\([^)]*\))*\n*')
 _re_qdir = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
 def _for_renderer(nb, meta):
     "Turn what nbdev made for Quarto into what nbconvert renders: title cell, show_doc markdown, cell options"
@@ -176,6 +177,7 @@ def _for_renderer(nb, meta):
     for c in nb.cells:
         if c.cell_type == 'raw' and c.source.startswith('---'): continue          # the YAML front matter
         if c.cell_type == 'markdown' and c.source.strip().startswith('<!-- WARNING'): continue
+        if c.cell_type == 'markdown': c.source = _re_open_in.sub('', c.source)   # the notebook's own buttons: the page has the badges
         if c.cell_type == 'code':
             c.metadata.pop('execution', None)                                   # execnb's timings: not nbformat
             lines, opts = c.source.splitlines(), {}
@@ -194,7 +196,8 @@ def _for_renderer(nb, meta):
                 c.metadata.setdefault('tags', []).append('hide-input')
             if not c.source and not c.get('outputs'): continue
         cells.append(c)
-    badge = f'<a class="tt-colab" href="{meta["colab"]}" target="_blank" rel="noopener">Open in Colab</a>'
+    badge = (f'<a class="tt-kaggle" href="{meta["kaggle"]}" target="_blank" rel="noopener">Open in Kaggle</a> '
+             f'<a class="tt-colab" href="{meta["colab"]}" target="_blank" rel="noopener">Open in Colab</a>')
     head = f'# {meta["title"]}\n\n' + (f'> {meta["description"]}\n\n' if meta.get('description') else '') + badge
     nb.cells = [mk_cell(head, 'markdown')] + cells
     nb.metadata['tpututor_docs'] = meta
@@ -230,7 +233,8 @@ def process_one(src, dst):
     out = Path(rel).parent / fm.get('output-file', src.stem + '.html')
     meta = dict(title=fm.get('title', src.stem), description=fm.get('description', ''), module=module,
                 page=out.with_suffix('.ipynb').as_posix(), source=rel, section=section(src),
-                colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}')
+                colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}',
+                kaggle=f'https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}')
     _for_renderer(nb, meta)
     dst.parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, dst.with_suffix('.tmp'))

@@ -4,6 +4,7 @@
   nbconvert writes for the ipywidgets HTML manager become paths relative to the page.
 - Links that nbdev writes to the published site (`https://tpututor.github.io/tpututor/data.html#encode`)
   become relative links, so the site works wherever it is served.
+- Links nbdev writes to private functions (`tf.html#_fit_loop`) become plain code: those have no API entry.
 - Notebook pages get heading ids the way Quarto/pandoc makes them (`data.html#rotten_tomatoes`,
   `bf16.html#layout.bias`: the anchors nbdev's API links use) and a table of contents built from the
   headings actually on the page.
@@ -52,8 +53,12 @@ def _headings(content, max_level):
         stack.append(t)
     return content, root
 
+# a link nbdev made to a private function (`_epoch`): it has no API entry to land on, so it stays code, unlinked
+_re_private_link = re.compile(r'<a href="[^"#]*#_[^"]*">(<code>[^<]*</code>)</a>')
+
 def on_page_content(html, page, config, files):
     rel = _rel_root(page)
+    html = _re_private_link.sub(r'\1', html)
     html = html.replace('TPUTUTOR_ASSETS/', f'{rel}assets/')
     html = _re_widget_cdn.sub(f'{rel}assets/widgets/embed.js', html)
     html = _re_mermaid.sub('', html)          # nbconvert's loader for mermaid diagrams, from a CDN: none here
