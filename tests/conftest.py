@@ -25,11 +25,15 @@ def group_of(nodeid:str)->str:
     path = Path(nodeid.split('::')[0]).name
     return nodeid.split('::')[-1] if path in ('test_notebooks.py', 'test_families.py') else path   # the family matrix: one group per backend
 
+def _xdist_name(group:str)->str:
+    "The group's name as xdist can read it back: it splits a test id at '@' only when no ']' follows, so brackets become parentheses"
+    return group.replace('[', '(').replace(']', ')')
+
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist's own hook, which reads the marks to name each test's group
 def pytest_collection_modifyitems(config, items):
     "Mark each test with its group and order the groups by their recorded seconds, longest first (each worker takes the next)"
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    for item in items: item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
+    for item in items: item.add_marker(pytest.mark.xdist_group(_xdist_name(group_of(item.nodeid))))
     first = {}
     for i, item in enumerate(items): first.setdefault(group_of(item.nodeid), i)
     items.sort(key=lambda it: (-known.get(group_of(it.nodeid), NEW_TEST_S), first[group_of(it.nodeid)]))

@@ -237,10 +237,11 @@ def test_every_page_loads_clean(site, server, browser):
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
         if p.endswith('.html') and p not in ('performance.html', 'install.html'):
-            colab = browser.js("Array.from(document.querySelectorAll('article a')).filter(a => a.innerText.trim() == 'Open in Colab').map(a => a.href)")
-            if len(colab) != 1 or 'colab.research.google.com/github/' not in colab[0]: problems.append(f'not one Open in Colab link: {colab}')
-            kaggle = browser.js("Array.from(document.querySelectorAll('article a')).filter(a => a.innerText.trim() == 'Open in Kaggle').map(a => a.href)")
-            if len(kaggle) != 1 or 'kaggle.com/kernels/welcome?src=https://github.com/' not in kaggle[0]: problems.append(f'not one Open in Kaggle link: {kaggle}')
+            for cls, what, url in (('tt-colab', 'Colab', 'colab.research.google.com/github/'), ('tt-kaggle', 'Kaggle', 'kaggle.com/kernels/welcome?src=https://github.com/')):
+                badge = browser.js(f"Array.from(document.querySelectorAll('a.{cls}')).map(a => a.href)")
+                if len(badge) != 1 or url not in badge[0]: problems.append(f'not one Open in {what} badge: {badge}'); continue
+                same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
+                if same != 1: problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
         clipped = browser.js("""Array.from(document.querySelectorAll('article .jp-OutputArea-output, article table')).filter(e =>
             e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX)).length""")
         if clipped: problems.append(f'{clipped} output(s) or table(s) wider than the page that do not scroll (clipped at 1280 px)')
