@@ -83,7 +83,8 @@ def _acc(r): return r['result']['summary']['held_out']['accuracy'] if r['run'] =
 
 def main(names=RUNS):
     path = Path(__file__).resolve().parent / 'results' / 'realruns.json'
-    old = {r['run']: r for r in json.loads(path.read_text())} if path.exists() else {}
+    goal_keys = ('comparison', 'measured', 'goal', 'met')   # the report's own columns, made again below
+    old = {r['run']: {k: v for k, v in r.items() if k not in goal_keys} for r in json.loads(path.read_text())} if path.exists() else {}
     for name in names:
         p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)
         line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]

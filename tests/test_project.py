@@ -151,15 +151,33 @@ def test_changed_maps_files_to_tests():
                                               'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got
     assert len(got) == len(set(got)) and targets(['tests/conftest.py']) == ['tests'] and targets([]) == []
 
+def _warning_gist(line:str)->str|None:
+    "What the prose must quote for a warning printed in `line`: its category ('RecompileWarning'), or the first words of a bare 'Warning: ...'"
+    import re
+    if m := re.search(r'\b([A-Z]\w*Warning)\b', line): return m.group(1)
+    if m := re.search(r'\bWarning: ((?:\S+\s+){2}\S+)', line): return m.group(1)
+    return None
+
+def test_warning_gist():
+    assert _warning_gist('DeprecationWarning: Use torch_xla.device instead') == 'DeprecationWarning'
+    assert _warning_gist('Warning: AMP only supported for XLA:TPU.') == 'AMP only supported'
+    assert _warning_gist('warned: nothing here') is None
+
 def test_stored_outputs_show_no_machine_paths():
-    "What a reader of the docs sees: no absolute path of the machine that ran a notebook, no CUDA-probe error from a CPU machine"
+    """What a reader of the docs sees: no absolute path of the machine that ran a notebook, no CUDA-probe error from a
+    CPU machine, no log lines, and no warning that the notebook's prose does not name (a warning the lesson is about is quoted there)"""
     import json, re
-    bad_re = re.compile(r'(/(work|root|home|usr|opt)/\S+|site-packages/|\.venv/|cuInit)')
+    bad_re = re.compile(r'(/(work|root|home|usr|opt)/\S+|site-packages/|\.venv/|cuInit|^[IWE]\d{4} \d\d:\d\d|oneDNN custom operations)', re.M)
     bad = []
     for nb in sorted(NBS.rglob('*.ipynb')):
         if any(p.startswith(('.', '_')) for p in nb.relative_to(NBS).parts): continue
-        for i, c in enumerate(json.loads(nb.read_text())['cells']):
+        cells = json.loads(nb.read_text())['cells']
+        prose = ' '.join(''.join(c['source']) for c in cells if c['cell_type'] == 'markdown').lower()
+        for i, c in enumerate(cells):
             for o in c.get('outputs', []):
                 text = ''.join(o.get('text', '')) + ''.join((o.get('data') or {}).get('text/plain', ''))
                 bad += [f'{nb.relative_to(NBS)} cell {i}: {m.group(0)}' for m in bad_re.finditer(text)]
-    assert not bad, 'stored outputs show machine paths or CUDA noise; fix the cell and re-run it with nbdev-test --save:\n' + '\n'.join(bad[:20])
+                bad += [f'{nb.relative_to(NBS)} cell {i}: a warning the prose does not name ({g!r}): {l.strip()[:120]}'
+                        for l in text.splitlines() if (g := _warning_gist(l)) and g.lower() not in prose]
+    assert not bad, ('stored outputs show machine paths, log noise or unexplained warnings; fix the cell (or explain the warning '
+                     'in the prose) and re-run it with nbdev-test --save:\n' + '\n'.join(bad[:20]))

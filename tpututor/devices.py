@@ -11,8 +11,8 @@ import numpy as np
 from .frameworks import import_tf, import_xla, _installed, _missing, _tpu_present
 
 # %% auto #0
-__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'mxu_utilisation',
-           'describe', 'VirtualDeviceError', 'virtual_tpu']
+__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'chip_picture',
+           'mxu_utilisation', 'describe', 'VirtualDeviceError', 'virtual_tpu']
 
 # %% ../nbs/00_tpu.ipynb #762f2ffe
 def _check_int(name, v, least):
@@ -99,22 +99,26 @@ def layer_flops(
 # %% ../nbs/00_tpu.ipynb #f7069dbc
 _V5E = dict(cores_per_chip=1, devices_per_chip=1, mxus_per_core=4, mxu='128x128', device_kind='TPU v5 lite',
             hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
-            source='https://cloud.google.com/tpu/docs/v5e')
+            vmem_mib=128, ici_links=4, ici_gbps_per_link=45, pcie_gbps_per_chip=15, source='https://cloud.google.com/tpu/docs/v5e')
+# Links (the JAX scaling book's TPU chapter, https://jax-ml.github.io/scaling-book/tpus/): ICI GB/s per link one way,
+# links per chip (2-D torus 4, 3-D torus 6), PCIe GB/s per chip, VMEM MiB per TensorCore; missing: not published there
 TPU_SPECS = [
     dict(accelerator='v5e-8', where='Kaggle (TPU VM v5e-8)', chips=8, **_V5E),
     dict(accelerator='v5e-1', where='Colab (TPU v5e-1)', chips=1, **_V5E),
     dict(accelerator='v6e-8', where='Cloud TPU VM (Trillium)', chips=8, cores_per_chip=1, devices_per_chip=1,
          mxus_per_core=4, mxu='256x256', device_kind='TPU v6 lite', hbm_gb_per_chip=32, hbm_gbps_per_chip=1640,
-         peak_bf16_tflops_per_chip=918, source='https://cloud.google.com/tpu/docs/v6e'),
+         peak_bf16_tflops_per_chip=918, ici_links=4, ici_gbps_per_link=90, pcie_gbps_per_chip=32,
+         source='https://cloud.google.com/tpu/docs/v6e'),
     dict(accelerator='v5p-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v5', hbm_gb_per_chip=95, hbm_gbps_per_chip=2765,
-         peak_bf16_tflops_per_chip=459, source='https://cloud.google.com/tpu/docs/v5p'),
+         peak_bf16_tflops_per_chip=459, ici_links=6, ici_gbps_per_link=90, source='https://cloud.google.com/tpu/docs/v5p'),
     dict(accelerator='v4-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v4', hbm_gb_per_chip=32, hbm_gbps_per_chip=1200,
-         peak_bf16_tflops_per_chip=275, source='https://cloud.google.com/tpu/docs/v4'),
+         peak_bf16_tflops_per_chip=275, ici_links=6, ici_gbps_per_link=45, pcie_gbps_per_chip=16,
+         source='https://cloud.google.com/tpu/docs/v4'),
     dict(accelerator='v3-8', where='older Kaggle and Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
          mxus_per_core=2, mxu='128x128', device_kind='TPU v3', hbm_gb_per_chip=32, hbm_gbps_per_chip=900,
-         peak_bf16_tflops_per_chip=123, source='https://cloud.google.com/tpu/docs/v3'),
+         peak_bf16_tflops_per_chip=123, ici_links=4, ici_gbps_per_link=100, source='https://cloud.google.com/tpu/docs/v3'),
     dict(accelerator='v2-8', where='older Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
          mxus_per_core=1, mxu='128x128', device_kind='TPU v2', hbm_gb_per_chip=16, hbm_gbps_per_chip=None,
          peak_bf16_tflops_per_chip=45,
@@ -151,6 +155,68 @@ def mxu_size(
     known = sorted({r['accelerator'] for r in TPU_SPECS} | {r['accelerator'].split('-')[0] for r in TPU_SPECS})
     raise ValueError(f"Unknown TPU {name!r}: use an accelerator or generation such as {known}, "
                      f"or a JAX device_kind such as {sorted({r['device_kind'] for r in TPU_SPECS})}")
+
+# %% ../nbs/00_tpu.ipynb #34686bef
+def _grid(chips:int)->tuple: return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
+
+def _box(ax, x, y, w, h, text, color, fs=8, **kw):
+    from matplotlib.patches import FancyBboxPatch
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle='round,pad=0.02,rounding_size=0.15', fc=color, ec='0.3', lw=0.8, **kw))
+    if text: ax.text(x + w / 2, y + h / 2, text, ha='center', va='center', fontsize=fs)
+
+def _link(ax, a, b, text='', color='0.2', fs=7, **kw):
+    ax.annotate('', b, a, arrowprops=dict(arrowstyle='<->', color=color, lw=1.2, shrinkA=0, shrinkB=0))
+    if text: ax.text((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, text, fontsize=fs, color=color, ha='center', va='center',
+                     bbox=dict(fc='white', ec='none', pad=0.5), **kw)
+
+# %% ../nbs/00_tpu.ipynb #2542da1e
+def _draw_chip(ax, r):
+    "One chip of the row `r`: HBM beside a TensorCore holding VMEM, the MXUs and the VPU"
+    _box(ax, 0, 0, 10, 6, '', '0.97'); ax.text(0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
+    _box(ax, 0.4, 0.8, 2.2, 4.2, f"HBM\n{r['hbm_gb_per_chip']} GB", '#f6d6a8', fs=9)
+    cores = f" x {r['cores_per_chip']}" if r['cores_per_chip'] > 1 else ''
+    _box(ax, 3.9, 0.5, 5.8, 4.8, '', '#dde8f6'); ax.text(4.05, 5.15, f'TensorCore{cores}', fontsize=8, va='top')
+    vmem = f"VMEM\n{r['vmem_mib']} MiB" if r.get('vmem_mib') else 'VMEM'
+    _box(ax, 4.2, 0.8, 1.5, 4.0, vmem, '#c9e4c5')
+    n, side = r['mxus_per_core'], r['mxu']
+    h = 2.9 / n
+    for i in range(n): _box(ax, 6.5, 1.9 + i * h, 2.9, h * 0.8, f'MXU {side}', '#f3b6b6', fs=7)
+    _box(ax, 6.5, 0.8, 2.9, 0.85, 'VPU (vector unit)', '#e6d3f0', fs=7)
+    hbm = f"{r['hbm_gbps_per_chip']:.0f} GB/s" if r.get('hbm_gbps_per_chip') else 'HBM link'
+    _link(ax, (2.6, 2.9), (4.2, 2.9), hbm)
+    for y in (1.2, 3.35): _link(ax, (5.7, y), (6.5, y))
+    ax.set(xlim=(-0.2, 10.2), ylim=(-0.2, 6.2)); ax.set_axis_off()
+
+# %% ../nbs/00_tpu.ipynb #6ab0c698
+def _draw_slice(ax, r):
+    "The chips of the row `r` on their host: a grid joined by ICI, each chip on PCIe to the host's CPU"
+    cols, rows = _grid(r['chips'])
+    ici = f"ICI {r['ici_gbps_per_link']} GB/s" if r.get('ici_gbps_per_link') else 'ICI'
+    pcie = f"PCIe {r['pcie_gbps_per_chip']} GB/s per chip" if r.get('pcie_gbps_per_chip') else 'PCIe'
+    _box(ax, 0, rows * 2 + 0.6, cols * 2 - 0.6, 1.0, f'host CPU: your Python, the input pipeline   ({pcie})', '0.9')
+    for i in range(cols):
+        for j in range(rows):
+            _box(ax, i * 2, j * 2, 1.4, 1.4, f"chip\n{r['hbm_gb_per_chip']} GB", '#dde8f6', fs=7)
+            if i + 1 < cols: _link(ax, (i * 2 + 1.4, j * 2 + 0.7), (i * 2 + 2, j * 2 + 0.7), color='C3')
+            if j + 1 < rows: _link(ax, (i * 2 + 0.7, j * 2 + 1.4), (i * 2 + 0.7, j * 2 + 2), color='C3')
+    for i in range(cols): ax.plot([i * 2 + 0.7] * 2, [rows * 2 - 0.6, rows * 2 + 0.6], color='0.6', lw=0.8, ls='--')
+    if r['chips'] > 1: ax.text(cols - 0.3, -0.35, f"{ici} per link, one way", color='C3', fontsize=8, ha='center', va='top')
+    ax.text(-0.1, rows * 2 + 1.85, f"{r['accelerator']}: {r['chips']} chip{'s' * (r['chips'] > 1)}, {cols} x {rows}",
+            fontsize=9, weight='bold')
+    ax.set(xlim=(-0.3, max(cols * 2, 4)), ylim=(-1.0, rows * 2 + 2.3)); ax.set_axis_off()
+
+# %% ../nbs/00_tpu.ipynb #16264f13
+def chip_picture(
+    accelerator:str='v5e-8', # a row of `TPU_SPECS` ('v5e-8', 'v6e-8', ...)
+):                           # a matplotlib Figure: the chip on the left, its slice on the right
+    "Draw one chip of `accelerator` (HBM, VMEM, MXUs, VPU) and its slice (chips joined by ICI, the host on PCIe), each link's bandwidth from `TPU_SPECS`"
+    import matplotlib.pyplot as plt
+    rows = {r['accelerator']: r for r in TPU_SPECS}
+    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[1.1, 1]))
+    _draw_chip(a, rows[accelerator]); _draw_slice(b, rows[accelerator])
+    fig.tight_layout()
+    return fig
 
 # %% ../nbs/00_tpu.ipynb #e38ddd09
 def mxu_utilisation(
