@@ -12,15 +12,10 @@ def venv_bin(name):
     "Path of console script `name` beside the running interpreter"
     return str(Path(sys.executable).parent / name)
 
-# Two tests run side by side on the two cores: a child that also spreads over both (TensorFlow's and PyTorch's thread pools)
-# only makes the two wait for each other. One thread each took a pair of TensorFlow notebooks from 275 s to 184 s for the first to finish.
-ONE_THREAD = dict(OMP_NUM_THREADS='1', TF_NUM_INTRAOP_THREADS='1', TF_NUM_INTEROP_THREADS='1')
-
 def clean_env(**extra):
-    "The environment for child processes: no IN_TEST (it turns nbdev-export into a no-op), quiet TF, one compute thread each"
+    "The environment for child processes: no IN_TEST (it turns nbdev-export into a no-op), quiet TF"
     env = {k: v for k, v in os.environ.items() if k != 'IN_TEST'}
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    for k, v in ONE_THREAD.items(): env.setdefault(k, v)
     return {**env, **extra}
 
 # ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first
