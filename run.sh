@@ -38,7 +38,7 @@ if [ ! -f "$stamp" ]; then
   # torch_xla 2.8 and 2.9 carry an old torchax of their own (0.0.6, which imports flax) under the same name, and write
   # it over PyPI's when they install after it: the XLA lesson's torchax is PyPI's, the one the dev extra names, put back last.
   if [[ ",$extras," == *",dev,"* ]]; then
-    "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$("$venv/bin/python" -c "import re, tomllib; print(next(r for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['dev'] if r.startswith('torchax')))")"
+    "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$("$venv/bin/python" -c "import tomllib; print(next(r for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['dev'] if r.startswith('torchax')))")"
   fi
   rm -f "$venv"/.tpututor-*-"${extras//,/-}"; touch "$stamp"
   echo "== set up in $(( $(date +%s) - t0 ))s, $(du -sh "$venv" | cut -f1) in $venv"
