@@ -6,10 +6,10 @@ in bench/results/realruns.json. The notebooks read their figures from that file,
 it is current: every row records a hash of this script and of the code of every tpututor module its run imported
 (docstrings and comments left out), and the framework versions it ran with.
 Usage: python bench/bench_realruns.py [--child NAME]   NAME: tf_minilm, xla_minilm or default_job"""
-import json, subprocess, sys, tempfile, time
+import datetime, json, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, code_hash, versions
+from common import report, table, code_hash, versions, machine
 
 RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
 
@@ -73,7 +73,8 @@ def default_job()->dict:
 def child(name:str)->dict:
     out = globals()[name]()
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
-    return dict(run=name, result=out, modules=mods, code=code_hash(mods, Path(__file__)), versions=versions())
+    return dict(run=name, result=out, modules=mods, code=code_hash(mods, Path(__file__)), versions=versions(),
+                ran=dict(date=str(datetime.date.today()), machine=machine()))
 
 GOALS = {'tf_minilm': ('tf backend (TensorFlow 2 + tf-keras, 8 replicas), MiniLM, 1 epoch: held-out accuracy', 0.75),
          'xla_minilm': ('xla backend (PyTorch/XLA, 1 device), MiniLM, 1 epoch: held-out accuracy', 0.75),
@@ -83,8 +84,9 @@ def _acc(r): return r['result']['summary']['held_out']['accuracy'] if r['run'] =
 
 def main(names=RUNS):
     path = Path(__file__).resolve().parent / 'results' / 'realruns.json'
-    goal_keys = ('comparison', 'measured', 'goal', 'met')   # the report's own columns, made again below
-    old = {r['run']: {k: v for k, v in r.items() if k not in goal_keys} for r in json.loads(path.read_text())} if path.exists() else {}
+    made_here = ('comparison', 'measured', 'goal', 'met', 'benchmark', 'date', 'machine', 'how')   # what `report` adds, made again below
+    def kept(r): return {'ran': dict(date=r.get('date'), machine=r.get('machine')), **{k: v for k, v in r.items() if k not in made_here}}
+    old = {r['run']: kept(r) for r in json.loads(path.read_text())} if path.exists() else {}   # runs not re-run keep their figures and date
     for name in names:
         p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)
         line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
@@ -94,10 +96,10 @@ def main(names=RUNS):
     goals = [dict(comparison=GOALS[r['run']][0], measured=f'{_acc(r):.3f}', goal=f'>= {GOALS[r["run"]][1]}',
                   met=bool(_acc(r) >= GOALS[r['run']][1]), **r) for r in runs]
     rows = [{'run': r['run'], 'held-out accuracy': f'{_acc(r):.3f}',
-             'minutes': f"{(r['result'].get('minutes') or r['result']['seconds'] / 60):.1f}"} for r in runs]
+             'minutes': f"{(r['result'].get('minutes') or r['result']['seconds'] / 60):.1f}", 'ran on': r['ran']['date']} for r in runs]
     body = ('The pretrained all-MiniLM-L6-v2 (from PyPI) fine-tuned on Rotten Tomatoes snippets, once per backend, each in a '
             'fresh process: the real-model figures the notebooks show (08a_tf, 10_torchxla, 12_cli), which their tests take from '
-            'here instead of training a real model on every test run.\n\n' + table(rows, ['run', 'held-out accuracy', 'minutes']))
+            'here instead of training a real model on every test run.\n\n' + table(rows, ['run', 'held-out accuracy', 'minutes', 'ran on']))
     report('realruns', 'Real fine-tunes the notebooks show', body, './run.sh bench realruns', goals)
 
 if __name__ == '__main__':

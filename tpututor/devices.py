@@ -159,15 +159,15 @@ def mxu_size(
 # %% ../nbs/00_tpu.ipynb #34686bef
 def _grid(chips:int)->tuple: return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
 
-def _box(ax, x, y, w, h, text, color, fs=8, **kw):
+def _box(ax, x, y, w, h, text, color, fs=8):
     from matplotlib.patches import FancyBboxPatch
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle='round,pad=0.02,rounding_size=0.15', fc=color, ec='0.3', lw=0.8, **kw))
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle='round,pad=0.02,rounding_size=0.15', fc=color, ec='0.3', lw=0.8))
     if text: ax.text(x + w / 2, y + h / 2, text, ha='center', va='center', fontsize=fs)
 
-def _link(ax, a, b, text='', color='0.2', fs=7, **kw):
+def _link(ax, a, b, text='', color='0.2', fs=7):
     ax.annotate('', b, a, arrowprops=dict(arrowstyle='<->', color=color, lw=1.2, shrinkA=0, shrinkB=0))
     if text: ax.text((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, text, fontsize=fs, color=color, ha='center', va='center',
-                     bbox=dict(fc='white', ec='none', pad=0.5), **kw)
+                     bbox=dict(fc='white', ec='none', pad=0.5))
 
 # %% ../nbs/00_tpu.ipynb #2542da1e
 def _draw_chip(ax, r):
@@ -193,7 +193,9 @@ def _draw_slice(ax, r):
     cols, rows = _grid(r['chips'])
     ici = f"ICI {r['ici_gbps_per_link']} GB/s" if r.get('ici_gbps_per_link') else 'ICI'
     pcie = f"PCIe {r['pcie_gbps_per_chip']} GB/s per chip" if r.get('pcie_gbps_per_chip') else 'PCIe'
-    _box(ax, 0, rows * 2 + 0.6, cols * 2 - 0.6, 1.0, f'host CPU: your Python, the input pipeline   ({pcie})', '0.9')
+    narrow = cols <= 2   # one or two chips: the host's label on two lines, its box wider than the chips
+    host = f"host CPU: your Python, the input pipeline{chr(10) if narrow else '   '}({pcie})"
+    _box(ax, 0, rows * 2 + 0.6, max(cols * 2 - 0.6, 3.4), 1.0, host, '0.9', fs=7 if narrow else 8)
     for i in range(cols):
         for j in range(rows):
             _box(ax, i * 2, j * 2, 1.4, 1.4, f"chip\n{r['hbm_gb_per_chip']} GB", '#dde8f6', fs=7)
