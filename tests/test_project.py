@@ -66,7 +66,7 @@ def _text(cell): return ''.join(cell['source'])
 def test_lessons_end_with_exercises_and_reading():
     "Every lesson ends with 2-3 predict-then-run exercises, each with a cell to run and a folded answer, then further reading"
     import re
-    assert [p.stem for p in LESSONS] == ['00_tpu', '01_bf16', '02_xla', '03_frameworks', '03a_jax'], LESSONS
+    assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '02_xla', '03_frameworks', '03a_jax'], LESSONS
     for nb in LESSONS:
         cells = _cells(nb)
         heads = [(i, _text(c)) for i, c in enumerate(cells) if c['cell_type'] == 'markdown']

@@ -307,7 +307,7 @@ _DTYPES = {'bf16': 'bfloat16', 'fp16': 'float16', 'fp32': 'float32', 'bfloat16':
 def datasheet_peak(
     device_kind:str|None,   # what the framework calls the device: 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'TPU:TPU v4', 'cpu'
     dtype:str='bfloat16',   # 'bfloat16', 'float16', 'float32' (or a precision: 'bf16', 'fp16', 'fp32')
-    specs:list|None=None,   # TPU rows like `tpututor.devices.TPU_SPECS` (default: those)
+    specs:list|None=None,   # TPU rows like `tpututor.tpu.TPU_SPECS` (default: those)
 )->float|None:              # FLOP/s of one device by its datasheet, or None where there is none (a CPU, an unknown device)
     "The datasheet's peak FLOP/s of one device of kind `device_kind` for matmuls in `dtype`"
     import re
@@ -316,7 +316,7 @@ def datasheet_peak(
     kind = (device_kind or '').strip()
     if kind.lower().startswith('cpu'): return None   # 'cpu' (JAX), 'CPU:<model>' (tpututor.xla.device_kind): no datasheet peak
     kind = re.sub(r'^(TPU|GPU|CUDA):', '', kind)
-    if specs is None: from tpututor.devices import TPU_SPECS as specs
+    if specs is None: from tpututor.tpu import TPU_SPECS as specs
     for r in specs:
         k, per, peak = r.get('device_kind'), r.get('devices_per_chip'), r.get('peak_bf16_tflops_per_chip')
         if k and per and peak and k.lower() == kind.lower(): return peak * 1e12 / per   # the MXU's bf16 rate bounds every dtype
