@@ -34,6 +34,13 @@ def code_hash(modules, *files)->str:
     for p in paths: h.update(p.name.encode() + b'\0' + _code(p).encode())
     return h.hexdigest()[:16]
 
+def notebook_hash(path)->str:
+    "A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it says or runs changes"
+    import hashlib
+    h = hashlib.sha256()
+    for c in json.loads(Path(path).read_text())['cells']: h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
+    return h.hexdigest()[:16]
+
 FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras', 'keras-hub', 'transformers', 'tokenizers')
 
 def versions()->dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, _write, table
 
-ORDER = ['trainer', 'gpu', 'xla_buckets', 'bf16', 'tokenize', 'cache', 'memory', 'realruns']   # the summary's order: the list
+ORDER = ['trainer', 'gpu', 'xla_buckets', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'tutorials']   # the summary's order: the list
 
 def summary()->str:
     rows = []

@@ -116,16 +116,17 @@ def test_migration_table():
                      ('pad_to_max_length', "padding='max_length'")]:
         assert new in row(old), f'no migration row from {old} to {new}'
 
-# Figures the notebooks read instead of running a real model on every test run (bench/bench_realruns.py, bench_memory.py):
-# each row records the code it ran (a hash of the bench script and of every tpututor module it imported, docstrings and
-# comments left out) and the framework versions. A row measured with other code or other versions is stale.
-RECORDED = ('realruns', 'memory')
+# Figures the notebooks read instead of running a real model on every test run (bench/bench_realruns.py, bench_memory.py),
+# and the tutorials' small CPU setting (bench/bench_tutorials.py, which saves the outputs the docs show): each row records
+# the code it ran (a hash of the bench script and of every tpututor module it imported, docstrings and comments left out),
+# the framework versions and, for a tutorial, a hash of the notebook's cells. A row measured with other code is stale.
+RECORDED = ('realruns', 'memory', 'tutorials')
 
 def test_recorded_results_are_current():
     "The recorded real-model runs that notebooks show were measured with today's code and today's framework versions"
     import json
     sys.path.insert(0, str(ROOT / 'bench'))
-    from common import code_hash, versions
+    from common import code_hash, notebook_hash, versions
     now, stale = versions(), []
     for name in RECORDED:
         rows = json.loads((ROOT / 'bench' / 'results' / f'{name}.json').read_text())
@@ -134,17 +135,30 @@ def test_recorded_results_are_current():
             missing = [m for m in r['modules'] if not (ROOT / (m.replace('.', '/') + '.py')).exists()]
             code = None if missing else code_hash(r['modules'], ROOT / 'bench' / f'bench_{name}.py')
             if code != r['code']: stale.append(f"{name}/{r['run']}: the code changed since {r['date']}")
+            elif 'source' in r and notebook_hash(NBS / r['notebook']) != r['source']:
+                stale.append(f"{name}/{r['run']}: nbs/{r['notebook']} changed since {r['date']}")
             elif r['versions'] != now:
                 stale.append(f"{name}/{r['run']}: measured with {({k: v for k, v in r['versions'].items() if now.get(k) != v})}, "
                              f"installed now {({k: now.get(k) for k, v in r['versions'].items() if now.get(k) != v})}")
     assert not stale, 'stale recorded results; run ./run.sh bench ' + ' '.join(sorted({s.split('/')[0] for s in stale})) + ':\n' + '\n'.join(stale)
+
+def test_every_tutorial_runs_somewhere():
+    "The suite runs every tutorial in its TPU setting; the ones it does not run in their small setting are in the tutorials record"
+    import json
+    from test_notebooks import REHEARSED, notebooks
+    tutorials = sorted(str(p.relative_to(NBS)) for p in (NBS / 'tutorials').glob('*.ipynb'))
+    assert sorted(REHEARSED) == tutorials, 'every tutorial needs a TPU setting run by test_tpu_setting'
+    in_suite = {str(p.relative_to(NBS)) for p in notebooks()}
+    recorded = {r['notebook'] for r in json.loads((ROOT / 'bench' / 'results' / 'tutorials.json').read_text())}
+    assert {t for t in tutorials if t not in in_suite} == recorded, 'run ./run.sh bench tutorials'
 
 def test_changed_maps_files_to_tests():
     "`./run.sh test --changed`: a notebook runs its own test, a module the notebook that exports it and the tests naming it"
     sys.path.insert(0, str(ROOT / 'tools'))
     from changed import targets
     nb = lambda p: f'tests/test_notebooks.py::test_notebook[{p}]'
-    assert targets(['nbs/tutorials/01_keras_kfold.ipynb']) == [nb('tutorials/01_keras_kfold.ipynb')]
+    assert targets(['nbs/tutorials/01_keras_kfold.ipynb']) == ['tests/test_notebooks.py::test_tpu_setting[tutorials/01_keras_kfold.ipynb]', 'tests/test_project.py']
+    assert targets(['nbs/02_xla.ipynb']) == [nb('02_xla.ipynb')]
     assert targets(['tpututor/tfkeras.py']) == [nb('08a_tf.ipynb')]
     got = targets(['tpututor/data.py', 'tests/test_cli.py', 'tests/contract_probe.py', 'bench/bench_memory.py', 'tools/docs/build.py'])
     assert {nb('04_data.ipynb'), 'tests/test_cli.py', 'tests/test_wheel.py', 'tests/test_backends.py',

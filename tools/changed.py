@@ -2,7 +2,8 @@
 
 Compared with where this branch left main (`git merge-base HEAD main`, or origin/main), working tree and untracked
 files included:
-- a notebook: its own test (tests/test_notebooks.py::test_notebook[...]);
+- a notebook: its own test (tests/test_notebooks.py::test_notebook[...]); a tutorial: its TPU setting
+  (test_tpu_setting[...]) and tests/test_project.py (the record of its small setting goes stale);
 - a module of the package: the notebook that exports it (`#| default_exp`) and the test files that name it;
 - a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py;
   tests/family_probe.py: tests/test_families.py);
@@ -35,7 +36,10 @@ def targets(files)->list:
     for f in sorted(files):
         p = ROOT / f
         if f.startswith('nbs/') and f.endswith('.ipynb') and p.exists() and not any(s.startswith(('.', '_')) for s in Path(f).parts[1:]):
-            out.append(nb_test(p))
+            rel = p.relative_to(ROOT / 'nbs')
+            if rel.parts[0] == 'tutorials':   # the suite runs a tutorial's TPU setting; its small setting is a recorded bench run
+                out += [f"tests/test_notebooks.py::test_tpu_setting[{rel}]", 'tests/test_project.py']
+            else: out.append(nb_test(p))
         elif f.startswith('tpututor/') and f.endswith('.py') and not Path(f).stem.startswith('_'):
             mod = Path(f).stem
             if mod in exported_by(): out.append(nb_test(exported_by()[mod]))
