@@ -21,7 +21,7 @@ from .meter import mfu_text, compile_cache_dir, compile_cache_report, clear_comp
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'pick_backend', 'read_csv',
            'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend', 'train',
-           'compile_summary', 'print_summary', 'predict', 'main', 'cache']
+           'compile_summary', 'print_summary', 'predict', 'main', 'cache', 'plan']
 
 # %% ../nbs/12_cli.ipynb #58805425
 DEFAULT_BACKEND = 'auto'   # `pick_backend`: the backend of the which-backend table for this machine
@@ -109,6 +109,19 @@ def parser()->argparse.ArgumentParser:
                     "with no name: after upgrading a framework, when the disk is short, or to time a cold compile")
     ca.add_argument('--compile-cache', metavar='DIR', help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
     ca.add_argument('--debug', action='store_true', help='show Python tracebacks')
+    pl = sub.add_parser('plan', help='will a run fit? the memory per device, before anything compiles',
+        description="The memory one training step needs on each device (weights, gradients, optimizer state, activations), "
+                    "counted from the model's config, against the HBM of a TPU device; the largest batch that fits and a "
+                    "roofline step time. Exit code 2 when it does not fit. (Encoders; the counts are XLA's on a CPU, an upper bound on a TPU.)")
+    pl.add_argument('--model', default='minilm', help="'minilm', a local folder with config.json, or a hub id (default: minilm)")
+    pl.add_argument('--max-len', type=int, default=128, help='tokens per row (default: 128)')
+    pl.add_argument('--batch-size', type=int, default=16, help='rows per device (default: 16)')
+    pl.add_argument('--precision', choices=['fp32', 'bf16', 'pure_bf16'], default='bf16', help='variables and activations: '
+                    'fp32, bf16 (float32 variables, bfloat16 activations) or pure_bf16 (default: bf16)')
+    pl.add_argument('--lora', type=int, default=0, metavar='RANK', help='LoRA rank: only low-rank matrices and the head train (default: 0, every weight)')
+    pl.add_argument('--model-parallel', type=int, default=1, metavar='N', help='devices one copy of the weights is sharded over (default: 1)')
+    pl.add_argument('--accelerator', default='v5e-8', help="a TPU of TPU_SPECS: v5e-8 (Kaggle), v5e-1 (Colab), v6e-8, ... (default: v5e-8)")
+    pl.add_argument('--debug', action='store_true', help='show Python tracebacks')
     return p
 
 # %% ../nbs/12_cli.ipynb #d7c54f9a
@@ -355,7 +368,7 @@ def predict(args)->pd.DataFrame:
     return pd.read_csv(dest)
 
 # %% ../nbs/12_cli.ipynb #8a57767f
-USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError, ModuleNotFoundError, NotImplementedError)
+USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError, ModuleNotFoundError, NotImplementedError, MemoryError)
 
 def main(argv=None)->int:
     "Entry point of the `tpututor` command"
@@ -363,6 +376,7 @@ def main(argv=None)->int:
     try:
         if args.command == 'train': train(args)
         elif args.command == 'cache': cache(args)
+        elif args.command == 'plan': plan(args)
         else: predict(args)
     except USER_ERRORS as e:
         if args.debug: raise
@@ -388,3 +402,22 @@ def cache(args)->list: # the folders listed (after clearing, when --clear was gi
     for r in rows: print(f"  {r['framework']:12} {r['files']:6,} files  {_mb(r['bytes']):>12}  {r['path']}")
     if rows: print(f"  {'total':12} {sum(r['files'] for r in rows):6,} files  {_mb(sum(r['bytes'] for r in rows)):>12}")
     return rows
+
+# %% ../nbs/12_cli.ipynb #f2052bd4
+def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
+    "Run `tpututor plan`: the memory per device of a training step, against the accelerator's HBM"
+    from transformers import AutoConfig
+    from tpututor.plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits
+    from tpututor.models import resolve_model
+    config = AutoConfig.from_pretrained(resolve_model(args.model))
+    p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel)
+    hbm = hbm_bytes(args.accelerator)
+    gb = lambda b: f'{b / 1e9:8.2f} GB'
+    print(f"{args.model}: {p['params']:,} weights ({p['trainable']:,} trained), {args.batch_size} rows x {args.max_len} tokens "
+          f"per device, {args.precision}" + (f", LoRA rank {args.lora}" if args.lora else '')
+          + (f", weights over {args.model_parallel} devices" if args.model_parallel > 1 else ''))
+    for k in ('weights', 'gradients', 'optimizer', 'activations', 'total'): print(f"  {k:12} {gb(p[k])}")
+    t = step_time(config, args.max_len, args.batch_size, args.accelerator, args.precision)
+    print(f"  {args.accelerator} device: {gb(hbm)} of HBM; largest batch that fits: {largest_batch(p, hbm)} rows; "
+          f"a step takes at least {t['step'] * 1e3:.1f} ms ({t['bound']}-bound)")
+    return check_fits(config, args.max_len, args.batch_size, args.accelerator, args.precision, args.lora, args.model_parallel)
