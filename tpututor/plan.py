@@ -6,7 +6,6 @@ Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 
 # %% ../nbs/07e_plan.ipynb #39b7628c
 from __future__ import annotations
-import math
 from .meter import model_dims, train_flops
 from .tpu import TPU_SPECS
 
@@ -89,13 +88,17 @@ def xla_memory(
     return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
 
 # %% ../nbs/07e_plan.ipynb #b4256e45
+def _spec(accelerator:str)->dict:
+    "The `TPU_SPECS` row of `accelerator`; ValueError naming the known ones"
+    rows = {r['accelerator']: r for r in TPU_SPECS}
+    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
+    return rows[accelerator]
+
 def hbm_bytes(
     accelerator:str='v5e-8', # a row of `TPU_SPECS`
 )->float:                    # bytes of HBM one device sees
     "The HBM of one device of `accelerator` (a chip's, or half of it where each TensorCore is a device)"
-    rows = {r['accelerator']: r for r in TPU_SPECS}
-    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
-    r = rows[accelerator]
+    r = _spec(accelerator)
     return r['hbm_gb_per_chip'] * 1e9 / r['devices_per_chip']
 
 def largest_batch(
@@ -119,18 +122,17 @@ def check_fits(
 )->dict:                     # the plan, with `hbm` and `largest_batch`
     "Refuse, before anything compiles, a run whose step will not fit in a device's HBM; say what would fit"
     plan = memory_plan(config, max_len, batch_size, precision, lora, model_parallel)
-    hbm = hbm_bytes(accelerator)
+    hbm = hbm_bytes(accelerator); usable = hbm * (1 - margin)
     plan.update(hbm=hbm, largest_batch=largest_batch(plan, hbm, margin))
-    if plan['total'] > hbm * (1 - margin):
+    if plan['total'] > usable:
         gb = lambda b: f'{b / 1e9:.1f} GB'
-        alt = [f"batch_size={plan['largest_batch']}" if plan['largest_batch'] else None]
-        alt += [f"max_len={n}" for n in (max_len // 2,) if n and memory_plan(config, n, batch_size, precision, lora, model_parallel)['total'] <= hbm * (1 - margin)]
-        alt += [f"precision='{p}'" for p in ('bf16', 'pure_bf16') if PRECISIONS[p] < PRECISIONS[precision]
-                and memory_plan(config, max_len, batch_size, p, lora, model_parallel)['total'] <= hbm * (1 - margin)]
-        alt = [a for a in alt if a]
+        fits = lambda n, p: memory_plan(config, n, batch_size, p, lora, model_parallel)['total'] <= usable
+        alt = [f"batch_size={plan['largest_batch']}"] if plan['largest_batch'] else []
+        alt += [f"max_len={max_len // 2}"] if max_len > 1 and fits(max_len // 2, precision) else []
+        alt += [f"precision='{p}'" for p in ('bf16', 'pure_bf16') if PRECISIONS[p] < PRECISIONS[precision] and fits(max_len, p)]
         raise MemoryError(f"{batch_size} rows of {max_len} tokens in {precision} need {gb(plan['total'])} per device "
                           f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, optimizer {gb(plan['optimizer'])}, "
-                          f"activations {gb(plan['activations'])}), more than {gb(hbm * (1 - margin))} of a {accelerator} "
+                          f"activations {gb(plan['activations'])}), more than {gb(usable)} of a {accelerator} "
                           f"device's {gb(hbm)}: " + (f"use {' or '.join(alt)}" if alt else "use LoRA, model parallelism or a larger TPU"))
     return plan
 
@@ -143,9 +145,7 @@ def step_time(
     precision:str='bf16',
 )->dict:                     # seconds: compute, memory, step (the larger), and which one bounds it
     "A roofline estimate of one training step on one device"
-    rows = {r['accelerator']: r for r in TPU_SPECS}
-    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
-    r, p = rows[accelerator], memory_plan(config, max_len, batch_size, precision)
+    r, p = _spec(accelerator), memory_plan(config, max_len, batch_size, precision)
     flops = train_flops(model_dims(config), batch_size * max_len, max_len)
     peak = r['peak_bf16_tflops_per_chip'] * 1e12 / r['devices_per_chip']
     moved = 2 * p['weights'] + 2 * (p['weights'] + p['optimizer']) + 2 * p['activations']
