@@ -9,7 +9,7 @@ Usage: python bench/bench_realruns.py [--child NAME]   NAME: tf_minilm, xla_mini
 import datetime, json, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, code_hash, versions, machine
+from common import report, table, code_hash, versions, machine, recorded_runs
 
 RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
 
@@ -84,9 +84,7 @@ def _acc(r): return r['result']['summary']['held_out']['accuracy'] if r['run'] =
 
 def main(names=RUNS):
     path = Path(__file__).resolve().parent / 'results' / 'realruns.json'
-    made_here = ('comparison', 'measured', 'goal', 'met', 'benchmark', 'date', 'machine', 'how')   # what `report` adds, made again below
-    def kept(r): return {'ran': dict(date=r.get('date'), machine=r.get('machine')), **{k: v for k, v in r.items() if k not in made_here}}
-    old = {r['run']: kept(r) for r in json.loads(path.read_text())} if path.exists() else {}   # runs not re-run keep their figures and date
+    old = recorded_runs(path, ran=True)   # runs not re-run keep their figures and date
     for name in names:
         p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)
         line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]

@@ -8,7 +8,7 @@ Usage: python bench/bench_tutorials.py [NAME ...] [--child NAME]   NAME: a noteb
 import datetime, json, os, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, code_hash, notebook_hash, versions, machine
+from common import report, table, code_hash, notebook_hash, versions, machine, recorded_runs
 
 NBS = Path(__file__).resolve().parents[1] / 'nbs'
 TUTORIALS = ('01_keras_kfold', '02_tf_siamese', '03_xla_ranking', '04_xla_cores')
@@ -33,8 +33,7 @@ def main(names=TUTORIALS):
     unknown = [n for n in names if n not in TUTORIALS]
     if unknown: sys.exit(f'unknown tutorial(s) {unknown}: use some of {list(TUTORIALS)}')
     path = Path(__file__).resolve().parent / 'results' / 'tutorials.json'
-    made_here = ('comparison', 'measured', 'goal', 'met', 'benchmark', 'date', 'machine', 'how')   # what `report` adds
-    old = {r['run']: {k: v for k, v in r.items() if k not in made_here} for r in json.loads(path.read_text())} if path.exists() else {}
+    old = recorded_runs(path)
     for name in names:
         print(f'running tutorials/{name}.ipynb in its small setting...', flush=True)
         p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)

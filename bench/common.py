@@ -66,6 +66,15 @@ def ratio(comparison, measured:float, goal:float)->dict:
     "A summary row: a speed ratio against the least ratio that meets the goal"
     return dict(comparison=comparison, measured=f'{measured:.2f}x', goal=f'>= {goal}x', met=bool(measured >= goal))
 
+MADE_BY_REPORT = ('comparison', 'measured', 'goal', 'met', 'benchmark', 'date', 'machine', 'how')   # the keys `report` adds to each row
+
+def recorded_runs(path, ran:bool=False)->dict:
+    """The rows a bench recorded in the JSON file `path`, by run name, without the keys `report` adds (it makes
+    them again); `ran`: each row also keeps when and where it ran, for runs not made again. {} when there is none."""
+    rows = json.loads(Path(path).read_text()) if Path(path).exists() else []
+    when = lambda r: {'ran': dict(date=r.get('date'), machine=r.get('machine'))} if ran else {}
+    return {r['run']: {**when(r), **{k: v for k, v in r.items() if k not in MADE_BY_REPORT}} for r in rows}
+
 def report(name, title, body, how, goals=()):
     """Print a result and write it to bench/results/NAME.md (atomically); `goals`: rows from `ratio` (or dicts
     like them) for the one summary table of `bench/run.py`, kept in bench/results/NAME.json"""

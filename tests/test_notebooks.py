@@ -1,5 +1,5 @@
 """Every notebook under nbs/, each run by nbdev's own runner in a fresh process of its own (the tutorials in their TPU
-setting; their small CPU setting is a benchmark, see REHEARSED).
+setting; the small CPU setting of those in BENCHED is a benchmark).
 
 A fresh process per notebook matters here: TensorFlow and torch_xla abort a process that imports them
 in the wrong order, and each framework keeps global state (devices, compile caches) for its process.
@@ -13,12 +13,14 @@ from conftest import NBS, ROOT, venv_bin, clean_env
 
 # The TPU setting of a tutorial (its FULL branch: the model family, bf16, buckets, steps_per_execution, folds), run here on
 # the virtual TPU with a tiny random checkpoint of the same family and fewer rows (tpututor.families.rehearsal).
-REHEARSED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/02_tf_siamese.ipynb', 'tutorials/03_xla_ranking.ipynb', 'tutorials/04_xla_cores.ipynb']
+BENCHED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/02_tf_siamese.ipynb', 'tutorials/03_xla_ranking.ipynb', 'tutorials/04_xla_cores.ipynb']
 # Their small CPU setting fine-tunes the pretrained MiniLM for minutes: heavy evidence, run by bench/bench_tutorials.py
 # (`./run.sh bench tutorials`, which saves the outputs the docs show); tests/test_project.py fails when that record is stale.
+# The LLM classifier's small setting trains a tiny random decoder: the suite runs it as a notebook.
+REHEARSED = BENCHED + ['tutorials/05_llm_classifier.ipynb']
 
 def notebooks():
-    return sorted(p for p in NBS.rglob('*.ipynb') if str(p.relative_to(NBS)) not in REHEARSED
+    return sorted(p for p in NBS.rglob('*.ipynb') if str(p.relative_to(NBS)) not in BENCHED
                   and not any(part.startswith(('.', '_')) for part in p.relative_to(NBS).parts))
 
 @pytest.mark.parametrize('nb', notebooks(), ids=lambda p: str(p.relative_to(NBS)))

@@ -145,7 +145,7 @@ def test_recorded_results_are_current():
 def test_every_tutorial_runs_somewhere():
     "The suite runs every tutorial in its TPU setting; the ones it does not run in their small setting are in the tutorials record"
     import json
-    from test_notebooks import REHEARSED, notebooks
+    from test_notebooks import REHEARSED, BENCHED, notebooks
     tutorials = sorted(str(p.relative_to(NBS)) for p in (NBS / 'tutorials').glob('*.ipynb'))
     assert sorted(REHEARSED) == tutorials, 'every tutorial needs a TPU setting run by test_tpu_setting'
     in_suite = {str(p.relative_to(NBS)) for p in notebooks()}

@@ -37,8 +37,10 @@ def targets(files)->list:
         p = ROOT / f
         if f.startswith('nbs/') and f.endswith('.ipynb') and p.exists() and not any(s.startswith(('.', '_')) for s in Path(f).parts[1:]):
             rel = p.relative_to(ROOT / 'nbs')
-            if rel.parts[0] == 'tutorials':   # the suite runs a tutorial's TPU setting; its small setting is a recorded bench run
-                out += [f"tests/test_notebooks.py::test_tpu_setting[{rel}]", 'tests/test_project.py']
+            if rel.parts[0] == 'tutorials':   # the suite runs a tutorial's TPU setting; its small setting is a recorded bench run or a notebook test
+                sys.path.insert(0, str(ROOT / 'tests'))
+                from test_notebooks import BENCHED
+                out += [f"tests/test_notebooks.py::test_tpu_setting[{rel}]"] + ([] if str(rel) in BENCHED else [nb_test(p)]) + ['tests/test_project.py']
             else: out.append(nb_test(p))
         elif f.startswith('tpututor/') and f.endswith('.py') and not Path(f).stem.startswith('_'):
             mod = Path(f).stem

@@ -10,7 +10,7 @@ import argparse, dataclasses, os, sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, PRECISIONS
+from .config import TrainConfig, PRECISIONS, check_options
 from .tasks import TASKS, get_task
 from .backend import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
@@ -120,6 +120,9 @@ def parser()->argparse.ArgumentParser:
                     'fp32, bf16 (float32 variables, bfloat16 activations) or pure_bf16 (default: bf16)')
     pl.add_argument('--lora', type=int, default=0, metavar='RANK', help='LoRA rank: only low-rank matrices and the head train (default: 0, every weight)')
     pl.add_argument('--model-parallel', type=int, default=1, metavar='N', help='devices one copy of the weights is sharded over (default: 1)')
+    pl.add_argument('--xla', action='store_true', help="also compile the training step with Keras on JAX for this machine's devices "
+                    "(on a CPU: the virtual TPU) and print XLA's own memory analysis per device (needs the model's checkpoint folder)")
+    pl.add_argument('--devices', type=int, default=8, help='with --xla: JAX devices to split a CPU into (a TPU shows its own) (default: 8)')
     pl.add_argument('--accelerator', default='v5e-8', help="a TPU of TPU_SPECS: v5e-8 (Kaggle), v5e-1 (Colab), v6e-8, ... (default: v5e-8)")
     pl.add_argument('--debug', action='store_true', help='show Python tracebacks')
     return p
@@ -277,14 +280,17 @@ def train(args)->dict:
     from tpututor.tokenize import load_tokenizer
     from tpututor.families import check_family
     check_family(cfg.model, args.backend)           # a missing model, a family this backend cannot run, or no hub: fails here, before any work
+    check_options(cfg, args.backend)                # LoRA, a model mesh, bf16 weights: keras only
     groups = df[args.group].to_numpy() if args.group else None
     make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, groups, args.fold_kind, cfg.seed)  # check folds can be made
     backend = start_backend(args)
     if embedded and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
-        cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] // backend.replicas()))
+        cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] * cfg.model_parallel // backend.replicas()))
     fold_rows = len(df) - -(-len(df) // args.folds)  # training rows of the smallest fold
-    gb = cfg.batch_size * backend.replicas()
-    if gb > fold_rows: raise ValueError(f"--batch-size {cfg.batch_size} x {backend.replicas()} replicas = {gb} rows per step, more than the "
+    reps = backend.replicas() // cfg.model_parallel  # data-parallel replicas: the devices over those one copy of the weights spans
+    if cfg.model_parallel > 1: print(f"mesh {reps} batch x {cfg.model_parallel} model: {reps} copies of the weights, each sharded over {cfg.model_parallel} devices")
+    gb = cfg.batch_size * reps
+    if gb > fold_rows: raise ValueError(f"--batch-size {cfg.batch_size} x {reps} replicas = {gb} rows per step, more than the "
                                         f"{fold_rows} training rows of a fold: lower --batch-size or use more data")
     tok = load_tokenizer(cfg.model)
     train_in = _inputs(tok, texts, cfg)
@@ -404,6 +410,18 @@ def cache(args)->list: # the folders listed (after clearing, when --clear was gi
     return rows
 
 # %% ../nbs/12_cli.ipynb #f2052bd4
+def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compiled for)
+    "XLA's own count for `tpututor plan --xla`: the Keras training step compiled on this machine's JAX devices, nothing run"
+    from tpututor.jaxdev import virtual_jax, import_keras
+    virtual_jax(args.devices); import_keras()
+    from tpututor.plan import xla_memory
+    from tpututor.keras import _backbone_cls, _distributed, describe
+    from tpututor.llm import mesh_distribution
+    cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision, lora=args.lora, model_parallel=args.model_parallel)
+    dist = mesh_distribution(args.model_parallel, backbone_cls=_backbone_cls(cfg)) if args.model_parallel > 1 else None
+    with _distributed(dist): where = describe()
+    return xla_memory(cfg, args.batch_size, args.max_len, dist)['total'], where
+
 def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     "Run `tpututor plan`: the memory per device of a training step, against the accelerator's HBM"
     from transformers import AutoConfig
@@ -420,4 +438,7 @@ def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     t = step_time(config, args.max_len, args.batch_size, args.accelerator, args.precision)
     print(f"  {args.accelerator} device: {gb(hbm)} of HBM; largest batch that fits: {largest_batch(p, hbm)} rows; "
           f"a step takes at least {t['step'] * 1e3:.1f} ms ({t['bound']}-bound)")
+    if args.xla:
+        x, where = _xla_total(args)
+        print(f"  XLA's analysis of the compiled step on {where}: {gb(x)} per device (plan / XLA: {p['total'] / x:.2f})")
     return check_fits(config, args.max_len, args.batch_size, args.accelerator, args.precision, args.lora, args.model_parallel)

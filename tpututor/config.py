@@ -14,11 +14,12 @@ from .tokenize import Encoded, choose_buckets
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_targets', 'n_rows', 'take',
-           'row_lengths', 'width', 'features', 'check_inputs', 'length_plan', 'steps_per_call', 'lr_at']
+__all__ = ['PRECISIONS', 'KERAS_ONLY', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_options',
+           'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features', 'check_inputs', 'length_plan',
+           'steps_per_call', 'lr_at']
 
 # %% ../nbs/07_config.ipynb #d6e8badf
-PRECISIONS = ('fp32', 'bf16', 'fp16')
+PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -37,13 +38,15 @@ class TrainConfig:
     warmup:float=0.1            # fraction of steps warming the learning rate up from 0, then linear decay to 0
     grad_clip:float=1.0         # clip the global gradient norm to this (0: off)
     grad_accum:int=1            # micro-batches per optimizer step
-    precision:str='fp32'        # fp32, bf16 (TPU, CPU, GPU) or fp16 (GPU, with loss scaling)
+    precision:str='fp32'        # fp32, bf16 (mixed: float32 weights, bfloat16 compute), pure_bf16 (bfloat16 weights too: half the memory; keras) or fp16 (GPU, with loss scaling)
     steps_per_execution:int|None=None # Keras: steps run per call into the device; None: `TPU_STEPS_PER_EXECUTION` on a TPU, 1 elsewhere
     patience:int=0              # early stopping: epochs without a better validation loss (0: off)
     margin:float=0.5            # ranking: margin of the pairwise loss
     dropout:float|None=None     # override the model's dropout (None: keep)
     seed:int=42                 # seeds the head's weights, shuffling and folds
     eval_batch_size:int|None=None # per replica at prediction (None: 2 x batch_size)
+    lora:int=0                  # LoRA rank: only low-rank adapters on the attention's query and value, and the head, train (0: every weight; keras)
+    model_parallel:int=1        # devices one copy of the weights is sharded over: a (data x model) mesh (1: data parallel only; keras on JAX)
 
     def __post_init__(self):
         "Check every field; raise ValueError naming the bad value and what to use instead"
@@ -53,7 +56,7 @@ class TrainConfig:
         need(self.precision in PRECISIONS, f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
         spec.check_outputs(self.n_outputs)
         spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
-        for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed') + spe:
+        for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed', 'lora', 'model_parallel') + spe:
             need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool), f"{name}={getattr(self, name)!r} must be an integer")
         need(self.max_len >= 8, f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
         need(self.buckets >= 0, f"buckets={self.buckets} must be 0 (fixed length) or a positive number of buckets")
@@ -62,7 +65,7 @@ class TrainConfig:
             need(isinstance(L, (tuple, list)) and len(L) > 0 and all(isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
                  and list(L) == sorted(set(L)), f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
             object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
-        for name in ('batch_size', 'epochs', 'grad_accum') + spe:
+        for name in ('batch_size', 'epochs', 'grad_accum', 'model_parallel') + spe:
             need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
         need(self.lr > 0, f"lr={self.lr} must be positive")
         need(0 <= self.warmup < 1, f"warmup={self.warmup} is a fraction of the training steps: use 0 <= warmup < 1")
@@ -70,6 +73,7 @@ class TrainConfig:
         need(self.patience >= 0, f"patience={self.patience} must be >= 0 (0 turns early stopping off)")
         need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
         need(self.eval_batch_size is None or self.eval_batch_size >= 1, f"eval_batch_size={self.eval_batch_size} must be >= 1")
+        need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
 
     @property
     def spec(self)->Task: return get_task(self.task)   # the task's row of the task table
@@ -89,6 +93,20 @@ class TrainConfig:
         unknown = sorted(set(d) - known)
         if unknown: raise ValueError(f"unknown TrainConfig field(s) {unknown}; known fields: {sorted(known)}")
         return cls(**d)
+
+# %% ../nbs/07_config.ipynb #79e0440f
+KERAS_ONLY = dict(lora=0, model_parallel=1)   # fields only the keras backend acts on, with the value that turns each off
+
+def check_options(
+    cfg:TrainConfig,   # the run's config
+    backend:str,       # the backend's name
+):
+    "Refuse settings that `backend` would ignore, naming the one that acts on them"
+    bad = [f"{k}={getattr(cfg, k)}" for k, off in KERAS_ONLY.items() if getattr(cfg, k) != off]
+    bad += ["precision='pure_bf16'"] if cfg.precision == 'pure_bf16' else []
+    if bad and backend != 'keras':
+        raise ValueError(f"{' and '.join(bad)} act in the keras backend only (KerasHub's LoRA, Keras' data x model mesh, "
+                         f"bfloat16 weights), not in {backend!r}: use backend 'keras', or leave them out")
 
 # %% ../nbs/07_config.ipynb #b5d651f8
 def check_targets(

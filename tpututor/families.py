@@ -11,7 +11,7 @@ from pathlib import Path
 from .models import resolve_model, train_tokenizer, _SPECIALS
 
 # %% auto #0
-__all__ = ['FAMILIES', 'BACKENDS', 'family_of', 'backends_for', 'keras_preset_name', 'model_config', 'check_family',
+__all__ = ['FAMILIES', 'DECODERS', 'BACKENDS', 'family_of', 'backends_for', 'keras_preset_name', 'model_config', 'check_family',
            'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model',
            'tpu_rows']
 
@@ -27,23 +27,31 @@ FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, 
     'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'torch', 'bow')),
 }
 
+DECODERS = {  # decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer, backends that run it
+    'gemma':   dict(model_types=('gemma', 'gemma2', 'gemma3_text'), hub_class='GemmaForCausalLM',   bos=True,  backends=('keras',)),
+    'qwen':    dict(model_types=('qwen2', 'qwen3'),                 hub_class='Qwen2ForCausalLM',   bos=False, backends=('keras',)),
+    'llama':   dict(model_types=('llama',),                         hub_class='LlamaForCausalLM',   bos=True,  backends=('keras',)),
+    'mistral': dict(model_types=('mistral',),                       hub_class='MistralForCausalLM', bos=True,  backends=('keras',)),
+}
+
 def _get(config, key, default=None):
     return config.get(key, default) if isinstance(config, dict) else getattr(config, key, default)
 
 def family_of(
     config, # a transformers config, or its dict (config.json)
-)->str|None: # a key of `FAMILIES`, 'deberta-v2' for DeBERTa configs without v3's settings, or None for another architecture
-    "The encoder family of a config"
+)->str|None: # a key of `FAMILIES` or `DECODERS`, 'deberta-v2' for DeBERTa configs without v3's settings, or None for another architecture
+    "The family of a config: an encoder's, or a decoder LLM's"
     mt = _get(config, 'model_type')
     if mt == 'deberta-v2':
         v3 = _get(config, 'relative_attention') and set(_get(config, 'pos_att_type') or []) == {'p2c', 'c2p'} and \
              (_get(config, 'position_buckets') or 0) > 0 and _get(config, 'share_att_key') and not _get(config, 'position_biased_input', True)
         return 'deberta-v3' if v3 else 'deberta-v2'
-    return next((f for f, d in FAMILIES.items() if d['model_type'] == mt), None)
+    return next((f for f, d in FAMILIES.items() if d['model_type'] == mt), None) or next((f for f, d in DECODERS.items() if mt in d['model_types']), None)
 
 def backends_for(family:str|None)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
     "The backends that train and predict with a family, as the family matrix shows"
-    return FAMILIES[family]['backends'] if family in FAMILIES else ('xla', 'torch', 'bow')
+    known = FAMILIES | DECODERS
+    return known[family]['backends'] if family in known else ('xla', 'torch', 'bow')
 
 # %% ../nbs/05a_families.ipynb #12171513
 BACKENDS = ('keras', 'xla', 'torch', 'tf', 'bow')   # the backends tpututor ships
@@ -70,16 +78,28 @@ def check_family(
     config = model_config(model)
     if config is None: return None
     fam = family_of(config)
-    if backend not in BACKENDS or backend in backends_for(fam) or (fam not in FAMILIES and backend != 'keras'): return fam
+    if backend not in BACKENDS or backend in backends_for(fam) or (fam not in FAMILIES | DECODERS and backend != 'keras'): return fam
     runs = [b for b in backends_for(fam) if b != 'bow']
     what = f"{fam} ({model})" if fam else f"model type {config.get('model_type')!r} ({model})"
     why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints", 'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
+    if fam in DECODERS: why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
     raise ValueError(f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
                      f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")
 
 # %% ../nbs/05a_families.ipynb #342051b4
+def _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs):
+    "A decoder's config at a tiny size, with its real switches: grouped-query attention (kv heads fewer than heads), Gemma's single kv head and tanh GELU, Qwen's tied embeddings"
+    from transformers import AutoConfig
+    c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=max(1, heads // 2),
+             intermediate_size=2 * hidden, max_position_embeddings=max_len, pad_token_id=0, eos_token_id=1, bos_token_id=2)   # `_SPECIALS['decoder']`
+    c |= {'gemma':   dict(num_key_value_heads=1, head_dim=hidden // heads, hidden_activation='gelu_pytorch_tanh'),
+          'qwen':    dict(tie_word_embeddings=True),
+          'llama':   dict(tie_word_embeddings=False),
+          'mistral': dict(tie_word_embeddings=False, sliding_window=None)}[family] | kwargs
+    return AutoConfig.for_model(DECODERS[family]['model_types'][0], **c)
+
 def tiny_family_config(
-    family:str,           # a key of `FAMILIES`
+    family:str,           # a key of `FAMILIES` or `DECODERS`
     vocab_size:int=500,   # must match the tokenizer's vocabulary
     hidden:int=32,        # hidden size (a multiple of `heads`)
     layers:int=2,         # transformer layers
@@ -89,7 +109,8 @@ def tiny_family_config(
 ):                        # a transformers config of the family's class with its real settings, at a tiny size
     "A tiny config of any family, with the switches its real checkpoints have"
     from transformers import AutoConfig
-    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    if family in DECODERS: return _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs)
+    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES) + list(DECODERS)}, got {family!r}")
     bert_ids = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3)   # [PAD] [UNK] [CLS] [SEP] [MASK], as `train_tokenizer` numbers them
     c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
              intermediate_size=4 * hidden, max_position_embeddings=max_len, **bert_ids)
@@ -118,15 +139,18 @@ def tiny_checkpoint(
     from transformers import PreTrainedTokenizerFast, AutoModel
     if form not in ('hub', 'bare'): raise ValueError(f"form must be 'hub' or 'bare', got {form!r}")
     path = Path(path); path.mkdir(parents=True, exist_ok=True)
-    kind = FAMILIES[family]['tokenizer'] if family in FAMILIES else 'bert'
+    kind = FAMILIES[family]['tokenizer'] if family in FAMILIES else 'decoder' if family in DECODERS else 'bert'
     tok = train_tokenizer(texts, kwargs.pop('vocab_size', 500), kind)
+    if kind == 'decoder' and not DECODERS[family]['bos']: tok.post_processor = None   # Qwen's tokenizer adds no BOS
     sp = _SPECIALS[kind]
     names = dict(zip(('pad_token', 'unk_token', 'cls_token', 'sep_token', 'mask_token'), sp)) if kind == 'bert' else \
+            dict(zip(('pad_token', 'eos_token', 'bos_token', 'unk_token'), sp)) if kind == 'decoder' else \
             dict(zip(('bos_token', 'pad_token', 'eos_token', 'unk_token', 'mask_token'), sp)) | {'cls_token': '<s>', 'sep_token': '</s>'}
     PreTrainedTokenizerFast(tokenizer_object=tok, **names).save_pretrained(path)
     config = tiny_family_config(family, tok.get_vocab_size(), **kwargs)
     torch.manual_seed(seed)
-    model = AutoModel.from_config(config) if form == 'bare' else getattr(transformers, FAMILIES[family]['hub_class'])(config)
+    hub_class = (FAMILIES | DECODERS)[family]['hub_class']
+    model = AutoModel.from_config(config) if form == 'bare' else getattr(transformers, hub_class)(config)
     model.save_pretrained(path, safe_serialization=True)
     return path
 

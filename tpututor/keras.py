@@ -13,6 +13,7 @@ from .jaxdev import import_keras, keep_tf_out, count_compiles, count_cache_hits,
 from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from .tokenize import choose_buckets, assign_buckets, bucket_batches
 from .models import resolve_model, has_weights
+from .llm import is_decoder, add_lora, lora_layers, mesh_distribution
 from .families import model_config, check_family, keras_preset_name
 from .convert import converter_for
 from .meter import Throughput, model_dims, train_flops, datasheet_peak
@@ -24,13 +25,13 @@ from .tfkeras import prediction_batches, _row_flops   # batch planning, FLOPs pe
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'sequence_output', 'input_fields', 'build_model',
            'scorer', 'backbone_of', 'per_example_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer',
-           'optimizer_state', 'train_batches', 'data_parallel', 'n_devices', 'describe', 'predict', 'fit_model',
-           'save_weights', 'load_weights', 'KerasBackend']
+           'optimizer_state', 'train_batches', 'data_parallel', 'n_devices', 'n_replicas', 'describe', 'predict',
+           'fit_model', 'refuse_if_too_big', 'save_weights', 'load_weights', 'KerasBackend']
 
 # %% ../nbs/09_keras.ipynb #cccba99e
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
 
-_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'fp16': 'mixed_float16'}   # TrainConfig.precision -> Keras dtype policy
+_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16', 'fp16': 'mixed_float16'}   # TrainConfig.precision -> Keras dtype policy
 KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}  # ours -> KerasHub's
 
 def preset_of(
@@ -90,6 +91,12 @@ def load_backbone(
     _HF_CONFIGS[bb] = config
     return bb
 
+def _backbone_cls(cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
+    "The backbone class of `cfg.model`, known before any weight is made (for its layout map)"
+    config = model_config(preset_of(cfg.model).removeprefix('hf://'))
+    conv = converter_for(config) if config is not None else None
+    return conv.backbone_cls if conv is not None else None
+
 # %% ../nbs/09_keras.ipynb #e32651d7
 def _layers():
     "Keras layers of our own, defined on first use (Keras is imported lazily)"
@@ -102,10 +109,17 @@ def _layers():
             m = ops.expand_dims(ops.cast(mask, 'float32'), -1)
             return ops.sum(ops.cast(hidden, 'float32') * m, 1) / ops.maximum(ops.sum(m, 1), 1.0)
     @keras.saving.register_keras_serializable('tpututor')
+    class LastToken(keras.layers.Layer):
+        "The vector of each row's last real token (the last position where the mask is 1: right or left padding alike), in float32"
+        def call(self, hidden, mask):
+            pos = ops.where(ops.cast(mask, 'bool'), ops.arange(ops.shape(mask)[1])[None, :], -1)
+            last = ops.argmax(pos, axis=1)
+            return ops.cast(ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0], 'float32')
+    @keras.saving.register_keras_serializable('tpututor')
     class PairFeatures(keras.layers.Layer):
         "[u, v, |u - v|, u * v]: the siamese head's input"
         def call(self, u, v): return ops.concatenate([u, v, ops.abs(u - v), u * v], -1)
-    _layers.cache = dict(MeanPool=MeanPool, PairFeatures=PairFeatures)
+    _layers.cache = dict(MeanPool=MeanPool, LastToken=LastToken, PairFeatures=PairFeatures)
     return _layers.cache
 
 def sequence_output(out): # the (batch, length, hidden) token vectors
@@ -119,12 +133,14 @@ def input_fields(backbone)->list: # our field names the backbone takes, e.g. no 
 def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
-    "The KerasHub encoder of `cfg.model` with the head of the task (`cfg.spec.head`), under the current distribution"
+    "The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current distribution"
     keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, _layers()
     with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
     bb = load_backbone(cfg)
+    if cfg.lora: add_lora(bb, cfg.lora)
     fields = input_fields(bb)
-    pool, drop = mine['MeanPool'](name='mean_pool'), L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
+    pool = mine['LastToken'](name='last_token') if is_decoder(bb) else mine['MeanPool'](name='mean_pool')
+    drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
     dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
     def embed(suffix=''):
         inp = {f + suffix: keras.Input((None,), dtype='int32', name=f + suffix) for f in fields}
@@ -143,12 +159,14 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharin
     "The single-text scoring model inside a ranking model"
     if model not in _SCORERS:
         keras = import_keras()
-        bb, pool, head = backbone_of(model), model.get_layer('mean_pool'), model.get_layer('head')
+        bb, pool, head = backbone_of(model), _pool_of(model), model.get_layer('head')
         fields = input_fields(bb)
         inp = {f: keras.Input((None,), dtype='int32', name=f) for f in fields}
         u = pool(sequence_output(bb({KERAS_INPUTS[f]: inp[f] for f in fields})), inp['attention_mask'])
         _SCORERS[model] = keras.Model(inp, head(u), name='scorer')
     return _SCORERS[model]
+
+def _pool_of(model): return next(l for l in model.layers if l.name in ('mean_pool', 'last_token'))
 
 def backbone_of(model): # the KerasHub backbone inside a model from `build_model`
     "The encoder layer of a model built by `build_model`"
@@ -284,12 +302,20 @@ def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on 
     dist = import_keras().distribution.distribution()
     return int(np.prod(dist.device_mesh.shape)) if dist is not None else 1
 
-def describe()->str: # e.g. 'JAX, 8 devices (cpu)' or 'Keras on torch, 1 device'
+def n_replicas()->int: # copies of the model training in sync: the devices, or with a data x model mesh its data axis
+    "How many data-parallel replicas split each batch (a copy of the weights spans `model_parallel` devices)"
+    dist = import_keras().distribution.distribution() if on_jax() else None
+    if dist is None: return 1
+    mesh = dist.device_mesh
+    return int(mesh.shape[list(mesh.axis_names).index(dist.batch_dim_name)])
+
+def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
     "The framework and devices Keras runs on, for logs"
     if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
     import jax
     d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
-    return f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})"
+    mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
+    return (f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})") + mesh
 
 def _compiles()->int: return count_compiles() if on_jax() else 0   # only JAX reports its compiles
 def _hits()->int: return count_cache_hits() if on_jax() else 0     # ... and loads from its compile cache
@@ -327,8 +353,12 @@ def _put(x:dict):
     return {k: jax.make_array_from_process_local_data(sh, v) for k, v in x.items()}
 
 def _local(a)->np.ndarray:
-    "A replicated JAX array as numpy (each process holds all of it)"
-    return np.asarray(a.addressable_data(0)) if hasattr(a, 'addressable_data') else import_keras().ops.convert_to_numpy(a)
+    "A JAX array as numpy, whole: a replicated one from this process's copy, a sharded one gathered (from every process if need be)"
+    if not hasattr(a, 'addressable_data'): return import_keras().ops.convert_to_numpy(a)
+    if a.is_fully_replicated: return np.asarray(a.addressable_data(0))
+    if a.is_fully_addressable: return np.asarray(a)
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(a, tiled=True))
 
 def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
@@ -354,7 +384,7 @@ def predict(
 )->np.ndarray:        # float32, one row per input row, in every process
     "Predictions for every row of `data` (the last batch padded, the padding dropped)"
     check_inputs(cfg, data, 'predict')
-    batch = cfg.predict_batch_size * n_devices()
+    batch = cfg.predict_batch_size * n_replicas()
     if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
@@ -376,7 +406,7 @@ def fit_model(
     "Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
     keras = import_keras()
     from tpututor.xla import CompileWatcher
-    reps = n_devices()
+    reps, devs = n_replicas(), n_devices()
     n = check_inputs(cfg, train)
     y = check_targets(cfg, y_train, n)
     y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.spec.targets == 'classes' else y.astype(np.float32)
@@ -384,6 +414,7 @@ def fit_model(
     restart = _RESTART.get(spare) if model is None and spare is not None else None
     if restart is not None and restart[0] != cfg: restart = None   # another config: other programs
     built = model is None and not restart
+    if model is None and not restart: refuse_if_too_big(cfg, width(train))   # on a TPU, before anything is built or compiled
     if model is None: model = spare if restart else build_model(cfg)
     bb = backbone_of(model)
     batch = cfg.batch_size * reps
@@ -400,14 +431,15 @@ def fit_model(
         model.optimizer.build(model.trainable_variables)
         if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
         else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
-    peak = device_peak('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu and on_jax() else None
+    bf16 = cfg.precision in ('bf16', 'pure_bf16')
+    peak = device_peak('bfloat16' if bf16 else 'float32') * devs if mfu and on_jax() else None
     dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
-    sheet = datasheet_peak(_jax_kind(), cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
-    meter = Throughput(dims, peak, sheet and sheet * reps)
+    sheet = datasheet_peak(_jax_kind(), 'bf16' if bf16 else cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
+    meter = Throughput(dims, peak, sheet and sheet * devs)
     row_flops = _row_flops(cfg, train, dims)
     step_flops = row_flops and batch * row_flops / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps,
+                     steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * devs,
                      devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
     def validate(): # (validation loss, compiles while predicting), or (None, 0) without validation rows
         if valid is None: return None, 0
@@ -448,6 +480,21 @@ def _jax_kind()->str: # e.g. 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'cpu'
     import jax
     return jax.local_devices()[0].device_kind
 
+def refuse_if_too_big(
+    cfg:TrainConfig,   # the run (model, batch_size, precision, lora, model_parallel)
+    length:int,        # the longest padded length a step sees
+):
+    "On a TPU: refuse, before anything compiles, a run whose step will not fit in a device's HBM (`tpututor.plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"
+    import os
+    from tpututor.plan import check_fits, accelerator_of
+    acc = accelerator_of(_jax_kind()) if on_jax() else None
+    if acc is None or os.environ.get('TPUTUTOR_PLAN', '').lower() in ('off', '0', 'no'): return
+    config = model_config(preset_of(cfg.model).removeprefix('hf://'))
+    if config is None: return   # a KerasHub preset: no Hugging Face config to plan from
+    try: check_fits(config, length, cfg.batch_size, acc, 'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
+    except MemoryError as e:
+        raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off tries anyway)") from None
+
 def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub backbone
     "A KerasHub backbone's sizes under the Hugging Face config names the meter knows"
     c = backbone.get_config()
@@ -460,19 +507,24 @@ def save_weights(
     model,   # a model from `build_model` / `fit_model`
     path,    # file to write (`.safetensors`)
 )->Path:     # the path written
-    "Write the model's weights as a safetensors file keyed by each variable's path (atomically; process 0 only)"
+    "Write the model's weights (with LoRA: only what trains, the adapters and the head) as a safetensors file keyed by each variable's path (atomically; process 0 only)"
     from safetensors.numpy import save_file
-    tensors = {v.path: np.ascontiguousarray(a) for v, a in zip(model.weights, _weights(model))}
-    if len(tensors) != len(model.weights): raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
+    lora = bool(lora_layers(model))
+    variables = model.trainable_variables if lora else model.weights   # with LoRA the rest is the base checkpoint, read again by `load_weights`
+    tensors = {v.path: np.ascontiguousarray(_local(v.value)) for v in variables}
+    if len(tensors) != len(variables): raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
     if not main_process(): return Path(path)
-    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras3'}))
+    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras3-lora' if lora else 'tpututor-keras3'}))
 
 def load_weights(
     model,   # a freshly built model of the same config
     path,    # a file written by `save_weights`
 ):           # `model`, with the weights assigned
-    "Assign the weights in a safetensors file to `model` by variable path, checking names and shapes"
-    return tfkeras.load_weights(model, path, key=lambda v: v.path)   # the same checks as the tf backend, keyed by path
+    "Assign the weights in a safetensors file to `model` by variable path, checking names and shapes; a model with LoRA takes its adapters and head (the rest is its base checkpoint)"
+    from types import SimpleNamespace
+    target = SimpleNamespace(weights=model.trainable_variables) if lora_layers(model) else model
+    tfkeras.load_weights(target, path, key=lambda v: v.path)   # the same checks as the tf backend, keyed by path
+    return model
 
 # %% ../nbs/09_keras.ipynb #017442a9
 class KerasBackend:
@@ -483,7 +535,7 @@ class KerasBackend:
                  verbose:bool=True,   # progress bar and a line per epoch
                  compile_cache=None): # folder for JAX's compiled programs (default: `compile_cache_dir('jax')`, from $TPUTUTOR_COMPILE_CACHE); 'off': none
         self.devices, self.verbose, self.compile_cache = devices, verbose, compile_cache
-        self._dist, self._spare = 0, None   # not made yet; a freed model kept for the next fit of its config
+        self._dist, self._spare, self._mesh = 0, None, {}   # not made yet; a freed model kept for the next fit of its config; the data x model mesh
 
     @property
     def distribution(self):
@@ -492,6 +544,14 @@ class KerasBackend:
             self._dist = data_parallel(self.devices) if on_jax() else None
         return self._dist
 
+    def distribution_for(self, cfg:TrainConfig|None=None): # data parallel, or with `cfg.model_parallel` > 1 a data x model mesh
+        "The Keras distribution a run of `cfg` trains under"
+        dist = self.distribution
+        if cfg is None or cfg.model_parallel == 1: return dist
+        if not on_jax(): raise ValueError(f"model_parallel={cfg.model_parallel} needs Keras on JAX (KERAS_BACKEND=jax), not {import_keras().backend.backend()}")
+        key = (cfg.model_parallel, cfg.model)
+        if key not in self._mesh: self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, _backbone_cls(cfg))}
+        return self._mesh[key]
     def replicas(self)->int:
         with _distributed(self.distribution): return n_devices()
     @property
@@ -500,13 +560,15 @@ class KerasBackend:
     def describe(self)->str:
         with _distributed(self.distribution): return describe()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
-        with _distributed(self.distribution):
-            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=self._take(cfg))
+        spare = self._take(cfg)   # first: releasing another config's spare clears Keras' session, and with it the distribution
+        with _distributed(self.distribution_for(cfg)):
+            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=spare)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
-        with _distributed(self.distribution): return predict(cfg, model, data)
+        with _distributed(self.distribution_for(cfg)): return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
     def load(self, cfg:TrainConfig, path):
-        with _distributed(self.distribution): return load_weights(self._take(cfg) or build_model(cfg), path)
+        spare = self._take(cfg)   # before the distribution is set (see `fit`)
+        with _distributed(self.distribution_for(cfg)): return load_weights(spare or build_model(cfg), path)
     def free(self, model=None):
         "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
         if model is not None and model in _RESTART: self._spare = model; return

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width
+from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_options
 from .tasks import TASK_TABLE, get_task
 from .tokenize import Encoded, choose_buckets, assign_buckets
 from .backend import History
@@ -166,6 +166,7 @@ def run_kfold(
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
     check_family(cfg.model, getattr(backend, 'name', ''))   # a family this backend cannot run is refused before any work
+    check_options(cfg, getattr(backend, 'name', ''))        # ... and so are LoRA, a model mesh or bf16 weights where it would ignore them
     n = n_rows(train)
     yt = check_targets(cfg, y, n)
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)

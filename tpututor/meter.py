@@ -10,8 +10,8 @@ import json, os, platform, time, warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEVICE_LAYERS', 'GPU_SPECS', 'train_flops', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate', 'host_name',
-           'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops', 'peak_flops',
+__all__ = ['DEVICE_LAYERS', 'GPU_SPECS', 'train_flops', 'config_getter', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate',
+           'host_name', 'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops', 'peak_flops',
            'count_compiles', 'use_compile_cache', 'device_kind', 'datasheet_peak', 'mfu_text', 'Throughput']
 
 # %% ../nbs/07c_meter.ipynb #c845821c
@@ -25,10 +25,12 @@ def _dims(
     windows:list|None=None, # per layer: None (the whole sequence) or the tokens a query sees on each side
     rel_positions:int=0,    # relative-position embeddings each disentangled product scores against (DeBERTa)
     rel_products:int=0,     # disentangled products per layer: content-to-position, position-to-content (0 to 2)
+    attn_width:int|None=None, # heads x head_dim where it differs from `hidden` (Gemma 7B: 16 x 256 = 4096, hidden 3072)
 )->dict:                    # the fields of `model_dims`
     "Sizes, matmul weights per token, attention windows and relative-position products: what `train_flops` reads"
     return dict(layers=layers, hidden=hidden, heads=heads, ffn=ffn, matmul_params=layers * layer_params + extra_params,
-                extra_params=extra_params, windows=list(windows or [None] * layers), rel_positions=rel_positions, rel_products=rel_products)
+                extra_params=extra_params, windows=list(windows or [None] * layers), rel_positions=rel_positions, rel_products=rel_products,
+                **({'attn_width': attn_width} if attn_width and attn_width != hidden else {}))
 
 # %% ../nbs/07c_meter.ipynb #3a86dd9d
 def _attended(
@@ -51,12 +53,18 @@ def train_flops(
     H, L = dims['hidden'], dims['layers']
     pairs = sum(_attended(seq, w) for w in dims.get('windows') or [None] * L)   # per sequence, all layers
     rel = dims.get('rel_positions', 0) * dims.get('rel_products', 0) * L        # relative embeddings scored per token, all layers
-    return (6 * dims['matmul_params'] * tokens + (12 * H * pairs * tokens / seq if seq else 0)
+    return (6 * dims['matmul_params'] * tokens + (12 * dims.get('attn_width', H) * pairs * tokens / seq if seq else 0)
             + 6 * H * rel * tokens           # each token against every relative embedding
             + 6 * H * H * rel * passes)      # projecting the relative embeddings: once per pass, not per token
 
 # %% ../nbs/07c_meter.ipynb #7c050b08
 _READERS = {}   # model_type -> reader(get) -> `_dims(...)`; each family's cell adds its own
+
+def config_getter(
+    config, # a transformers config or its dict (config.json)
+):          # get(key, default=None)
+    "Read one field of a config, whether it is a transformers config object or the dict of its config.json"
+    return config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
 
 def _need(
     get,     # reads one key of the config
@@ -81,7 +89,7 @@ def model_dims(
     config, # a transformers config or its dict (config.json): BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT
 )->dict|None: # layers, hidden, heads, ffn, matmul_params, extra_params, windows, rel_positions, rel_products; None (and a warning) when unreadable
     "The sizes of an encoder that its training FLOPs depend on; None, with a warning, for a config the meter cannot read"
-    get = config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
+    get = config_getter(config)
     mt = get('model_type') or _guess_type(get)
     if mt not in _READERS: why = f"model type {mt!r} is none of the encoder families it knows ({', '.join(sorted(_READERS))})"
     else:
@@ -167,6 +175,17 @@ def _modernbert(
     return _dims(L, H, h, F, 4 * H * H + 3 * H * F, windows=[None if i % every == 0 else local // 2 for i in range(L)])
 
 _READERS['modernbert'] = _modernbert
+
+# %% ../nbs/07c_meter.ipynb #02235984
+def _decoder(
+    get,   # reads one key of the config
+)->dict:   # `_dims`
+    "Llama, Mistral, Qwen 2/3, Gemma 1-3: grouped-query attention heads x head_dim wide, and a gated MLP of three matrices"
+    L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
+    kv, d = int(get('num_key_value_heads') or h), int(get('head_dim') or H // h)
+    return _dims(L, H, h, F, 2 * H * h * d + 2 * H * kv * d + 3 * H * F, attn_width=h * d)
+
+_READERS.update(dict.fromkeys(('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text'), _decoder))
 
 # %% ../nbs/07c_meter.ipynb #0be88073
 def cache_dir()->Path: # where measured figures are kept between runs

@@ -79,12 +79,13 @@ def hub_file(
         f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a local folder.")
 
 # %% ../nbs/05_models.ipynb #68c06767
-_SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>']}
+_SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
+             'decoder': ['<pad>', '<eos>', '<bos>', '<unk>']}
 
 def train_tokenizer(
     texts,                 # iterable of str to learn the vocabulary from
     vocab_size:int=2000,   # size of the vocabulary, special tokens included
-    arch:str='bert',       # 'bert' (WordPiece, lower-case) or 'roberta' (byte-level BPE)
+    arch:str='bert',       # 'bert' (WordPiece, lower-case), 'roberta' (byte-level BPE) or 'decoder' (byte-level BPE, BOS before the text, as Gemma and Llama)
     min_frequency:int=2,   # a merge or word piece must be seen this often
 ):                         # a `tokenizers.Tokenizer` with special tokens and pair template set
     "Train a small tokenizer of the kind `arch` models use"
@@ -108,9 +109,10 @@ def train_tokenizer(
     if arch == 'bert':
         tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
                                                            special_tokens=[('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
-    else:
+    elif arch == 'roberta':
         tok.post_processor = processors.TemplateProcessing(single='<s> $A </s>', pair='<s> $A </s> </s> $B </s>',
                                                            special_tokens=[('<s>', ids['<s>']), ('</s>', ids['</s>'])])
+    else: tok.post_processor = processors.TemplateProcessing(single='<bos> $A', pair='<bos> $A $B:1', special_tokens=[('<bos>', ids['<bos>'])])
     return tok
 
 # %% ../nbs/05_models.ipynb #37bcce5f

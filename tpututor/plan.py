@@ -6,22 +6,31 @@ Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 
 # %% ../nbs/07e_plan.ipynb #39b7628c
 from __future__ import annotations
-from .meter import model_dims, train_flops
-from .tpu import TPU_SPECS
+from .meter import model_dims, train_flops, config_getter
+from .tpu import TPU_SPECS, tpu_spec
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'ACTIVATIONS', 'param_count', 'memory_plan', 'xla_memory', 'hbm_bytes', 'largest_batch', 'check_fits',
-           'step_time']
+__all__ = ['DECODER_TYPES', 'PRECISIONS', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'xla_memory',
+           'accelerator_of', 'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
 
 # %% ../nbs/07e_plan.ipynb #841cf568
-def _get(config): return config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
+DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')   # model types of the decoder LLMs `model_dims` reads
+
+def _decoder_params(d:dict, get)->int:
+    "A decoder's weights: the layers' matmuls, RMSNorms, Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's q/k norms, the token embeddings (twice when the output matrix is its own)"
+    L, H, h, mt = d['layers'], d['hidden'], d['heads'], get('model_type')
+    kv, hd = get('num_key_value_heads') or h, get('head_dim') or H // h
+    norms = L * (4 if mt in ('gemma2', 'gemma3_text') else 2) * H + H
+    norms += L * (h + 2 * kv) * hd if mt == 'qwen2' else L * 2 * hd if mt in ('qwen3', 'gemma3_text') else 0
+    return d['matmul_params'] + norms + get('vocab_size') * H * (1 if get('tie_word_embeddings', mt.startswith('gemma')) else 2)
 
 def param_count(
-    config,   # a transformers config (or its dict) of an encoder `model_dims` reads
-)->int:       # weights of the encoder and its pooler
-    "Every weight of an encoder from its config: the layers' matmuls, biases and LayerNorms, the embeddings, the pooler"
-    d, get = model_dims(config), _get(config)
+    config,   # a transformers config (or its dict) of an encoder or decoder LLM `model_dims` reads
+)->int:       # weights of the encoder and its pooler, or of the decoder
+    "Every weight of a model from its config: the layers' matmuls, biases and norms, the embeddings, an encoder's pooler"
+    d, get = model_dims(config), config_getter(config)
     if d is None: raise ValueError("cannot read this config's sizes (tpututor.meter.model_dims): pass the parameter count instead")
+    if get('model_type') in DECODER_TYPES: return _decoder_params(d, get)
     L, H, F = d['layers'], d['hidden'], d['ffn']
     small = 4 * H + F + H + 4 * H                                     # q, k, v, output and MLP biases; two LayerNorms
     emb = sum(get(k, 0) or 0 for k in ('vocab_size', 'max_position_embeddings', 'type_vocab_size')) * H + 2 * H
@@ -30,9 +39,10 @@ def param_count(
 # %% ../nbs/07e_plan.ipynb #8e7a027f
 PRECISIONS = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}   # (bytes of a variable, bytes of an activation)
 ACTIVATIONS = dict(hidden=6, ffn=2, scores=9.4)   # values kept per token and layer for the backward pass (fitted to XLA below)
+DECODER_ACTIVATIONS = dict(hidden=6, ffn=3, scores=4.4)   # a decoder's: a gated MLP (three F-wide tensors), no dropout on the attention weights
 
 def memory_plan(
-    config,                  # a transformers config of an encoder (`model_dims` reads it)
+    config,                  # a transformers config of an encoder or decoder LLM (`model_dims` reads it)
     max_len:int,             # tokens per row
     batch_size:int,          # rows per data-parallel replica
     precision:str='bf16',    # 'fp32', 'bf16' (mixed: float32 variables, bfloat16 activations) or 'pure_bf16'
@@ -52,29 +62,39 @@ def memory_plan(
     head = H * n_outputs + n_outputs
     T = P + head if not lora else L * 2 * 2 * lora * H + head
     vb, ab = PRECISIONS[precision]
-    per_row = max_len * L * (ACTIVATIONS['hidden'] * H + ACTIVATIONS['ffn'] * F + ACTIVATIONS['scores'] * a * max_len) * ab
+    k, m = DECODER_ACTIVATIONS if config_getter(config)('model_type') in DECODER_TYPES else ACTIVATIONS, model_parallel
+    split = k['ffn'] * F / m + k['scores'] * a * max_len / (m if a % m == 0 else 1)   # MLP-wide and per-head tensors split over the model axis
+    per_row = max_len * L * (k['hidden'] * H + split) * ab                         # hidden-wide ones: every device of the group holds them whole
     out = dict(weights=(P + head) * vb / model_parallel, gradients=T * vb / model_parallel,
-               optimizer=2 * T * vb / model_parallel, activations=batch_size * per_row / model_parallel)
+               optimizer=2 * T * vb / model_parallel, activations=batch_size * per_row)
     out['total'] = sum(out.values())
-    return dict(out, per_row=per_row / model_parallel, params=P + head, trainable=T)
+    return dict(out, per_row=per_row, params=P + head, trainable=T)
 
 # %% ../nbs/07e_plan.ipynb #06791ff2
 def xla_memory(
     cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
-    batch_size:int,   # rows of the batch
+    batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
     max_len:int,      # tokens per row
-)->dict:              # bytes: arguments, temporaries, outputs, aliased, total (what the device must hold)
+    distribution=None, # a Keras distribution (a data x model mesh from `tpututor.llm.mesh_distribution`): the step as each device runs it
+)->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
     "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
-    from tpututor.keras import build_model, make_optimizer, per_example_loss, on_jax
+    from tpututor.keras import build_model, make_optimizer, per_example_loss, on_jax, _distributed
     if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
     import jax, jax.numpy as jnp
-    model = build_model(cfg)
-    opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
+    with _distributed(distribution):
+        model = build_model(cfg)
+        opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
     loss = per_example_loss(cfg)
     state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
              [v.value for v in opt.variables])
-    x = {k: jax.ShapeDtypeStruct((batch_size, max_len), jnp.int32) for k in model.input}
-    y = jax.ShapeDtypeStruct((batch_size,), jnp.int32)
+    reps, sh = 1, None
+    if distribution is not None:   # each replica's rows on its row of the mesh
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        mesh = distribution.device_mesh
+        reps = mesh.shape[list(mesh.axis_names).index(distribution.batch_dim_name)]
+        sh = NamedSharding(mesh.backend_mesh, P(distribution.batch_dim_name))
+    x = {k: jax.ShapeDtypeStruct((batch_size * reps, max_len), jnp.int32, sharding=sh) for k in model.input}
+    y = jax.ShapeDtypeStruct((batch_size * reps,), jnp.int32, sharding=sh)
     def loss_of(tv, ntv, x, y):
         p, ntv = model.stateless_call(tv, ntv, x, training=True)
         return loss(y, p).mean(), ntv
@@ -88,17 +108,17 @@ def xla_memory(
     return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
 
 # %% ../nbs/07e_plan.ipynb #b4256e45
-def _spec(accelerator:str)->dict:
-    "The `TPU_SPECS` row of `accelerator`; ValueError naming the known ones"
-    rows = {r['accelerator']: r for r in TPU_SPECS}
-    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
-    return rows[accelerator]
+def accelerator_of(
+    device_kind:str,   # what JAX calls a device: 'TPU v5 lite', 'TPU v6 lite', 'cpu'
+)->str|None:           # an accelerator of `TPU_SPECS` with that device (its HBM per device is what counts), or None (not a TPU)
+    "The `TPU_SPECS` accelerator whose devices are `device_kind`"
+    return next((r['accelerator'] for r in TPU_SPECS if r.get('device_kind', '').lower() == (device_kind or '').lower()), None)
 
 def hbm_bytes(
     accelerator:str='v5e-8', # a row of `TPU_SPECS`
 )->float:                    # bytes of HBM one device sees
     "The HBM of one device of `accelerator` (a chip's, or half of it where each TensorCore is a device)"
-    r = _spec(accelerator)
+    r = tpu_spec(accelerator)
     return r['hbm_gb_per_chip'] * 1e9 / r['devices_per_chip']
 
 def largest_batch(
@@ -126,15 +146,31 @@ def check_fits(
     plan.update(hbm=hbm, largest_batch=largest_batch(plan, hbm, margin))
     if plan['total'] > usable:
         gb = lambda b: f'{b / 1e9:.1f} GB'
-        fits = lambda n, p: memory_plan(config, n, batch_size, p, lora, model_parallel)['total'] <= usable
-        alt = [f"batch_size={plan['largest_batch']}"] if plan['largest_batch'] else []
-        alt += [f"max_len={max_len // 2}"] if max_len > 1 and fits(max_len // 2, precision) else []
-        alt += [f"precision='{p}'" for p in ('bf16', 'pure_bf16') if PRECISIONS[p] < PRECISIONS[precision] and fits(max_len, p)]
         raise MemoryError(f"{batch_size} rows of {max_len} tokens in {precision} need {gb(plan['total'])} per device "
                           f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, optimizer {gb(plan['optimizer'])}, "
                           f"activations {gb(plan['activations'])}), more than {gb(usable)} of a {accelerator} "
-                          f"device's {gb(hbm)}: " + (f"use {' or '.join(alt)}" if alt else "use LoRA, model parallelism or a larger TPU"))
+                          f"device's {gb(hbm)}: use {' or '.join(_what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin))}")
     return plan
+
+def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin)->list:
+    "What would fit, cheapest change first: a smaller batch; half the length; fewer bytes a weight; more devices a copy; LoRA; a TPU with more HBM"
+    def best(acc, prec, mp, lo):   # the largest batch (or 0) with these settings
+        return largest_batch(memory_plan(config, max_len, batch_size, prec, lo, mp), hbm_bytes(acc), margin)
+    devices = lambda acc: tpu_spec(acc)['chips'] * tpu_spec(acc)['devices_per_chip']
+    cheaper = [p for p in PRECISIONS if PRECISIONS[p] <= PRECISIONS[precision]]   # this one first, then the smaller ones
+    out = [f"batch_size={best(accelerator, precision, model_parallel, lora)}"] if best(accelerator, precision, model_parallel, lora) else []
+    half = memory_plan(config, max_len // 2, batch_size, precision, lora, model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
+    out += [f"max_len={max_len // 2}"] if max_len > 1 and half else []
+    for acc in [accelerator] + [r['accelerator'] for r in TPU_SPECS if r['accelerator'] != accelerator and devices(r['accelerator']) > 1]:
+        for lo in ([lora] if lora else [0, 8]):
+            for mp in [m for m in range(model_parallel, devices(acc) + 1) if devices(acc) % m == 0]:
+                for prec in cheaper:
+                    b = best(acc, prec, mp, lo)
+                    if b and (acc, prec, mp, lo) != (accelerator, precision, model_parallel, lora):
+                        change = [f"precision='{prec}'"] * (prec != precision) + [f"model_parallel={mp}"] * (mp != model_parallel) + [f"lora=8"] * (lo != lora)
+                        out.append(', '.join(change + [f"batch_size={b}"]) + ('' if acc == accelerator else f" on a {acc}"))
+                        return out   # with the cheapest such change
+    return out or ["a larger TPU: nothing in TPU_SPECS holds this model's weights"]
 
 # %% ../nbs/07e_plan.ipynb #3b376cd3
 def step_time(
@@ -145,7 +181,7 @@ def step_time(
     precision:str='bf16',
 )->dict:                     # seconds: compute, memory, step (the larger), and which one bounds it
     "A roofline estimate of one training step on one device"
-    r, p = _spec(accelerator), memory_plan(config, max_len, batch_size, precision)
+    r, p = tpu_spec(accelerator), memory_plan(config, max_len, batch_size, precision)
     flops = train_flops(model_dims(config), batch_size * max_len, max_len)
     peak = r['peak_bf16_tflops_per_chip'] * 1e12 / r['devices_per_chip']
     moved = 2 * p['weights'] + 2 * (p['weights'] + p['optimizer']) + 2 * p['activations']

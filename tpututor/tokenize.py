@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['load_tokenizer', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets', 'padding_report', 'bucket_batches',
-           'write_tfrecord', 'read_tfrecord']
+__all__ = ['load_tokenizer', 'append_eos', 'model_convention', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets',
+           'padding_report', 'bucket_batches', 'write_tfrecord', 'read_tfrecord']
 
 # %% ../nbs/06_tokenize.ipynb #7e65e2db
 def load_tokenizer(
@@ -28,10 +28,43 @@ def load_tokenizer(
     if isinstance(tok, (str, Path)):
         from tpututor.models import resolve_model
         name = resolve_model(tok)
-        if (Path(name)/'tokenizer.json').exists(): return Tokenizer.from_file(str(Path(name)/'tokenizer.json'))
+        if (Path(name)/'tokenizer.json').exists(): return model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
         from transformers import AutoTokenizer  # hub ids and folders with only a slow tokenizer's files
-        return load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True))
+        return model_convention(load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True)), name)
     raise TypeError(f"Expected a model name or folder, a tokenizers.Tokenizer or a transformers fast tokenizer; got {type(tok).__name__}")
+
+# %% ../nbs/06_tokenize.ipynb #5629c745
+def append_eos(
+    tok,          # a `tokenizers.Tokenizer` (changed in place)
+    eos_id:int,   # the id of the model's end-of-sequence token
+):                # `tok`
+    "Put `eos_id` after every text (and after both texts of a pair), unless `tok`'s post-processor already ends a text with it"
+    from tokenizers import processors
+    if eos_id is None: raise ValueError("this decoder's config.json has no eos_token_id: set one, e.g. config.eos_token_id = tokenizer.eos_token_id")
+    if tok.encode('a').ids[-1:] == [eos_id]: return tok
+    eos = tok.id_to_token(eos_id)
+    if eos is None: raise ValueError(f"eos_token_id={eos_id} is not in the tokenizer's vocabulary of {tok.get_vocab_size()}: the config and tokenizer differ")
+    e = tok.encode('a')   # the special tokens its post-processor puts around a text (Gemma's and Llama's BOS), kept
+    real = [i for i, s in enumerate(e.special_tokens_mask) if not s]
+    pre, post = e.tokens[:real[0]], e.tokens[real[-1] + 1:]
+    single = pre + ['$A'] + post + [eos]
+    tok.post_processor = processors.TemplateProcessing(single=' '.join(single), pair=' '.join(single + ['$B:1', f'{eos}:1']),
+                                                       special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(pre + post + [eos])])
+    return tok
+
+def model_convention(
+    tok,      # the tokenizer read from `folder`
+    folder,   # the model's folder (or hub id)
+):            # `tok`, with EOS appended when the model is a decoder LLM
+    "A tokenizer as its model's classifier reads text: a decoder's texts end in EOS; an encoder's tokenizer unchanged"
+    f = Path(str(folder))/'config.json'
+    if not f.exists(): return tok
+    import json
+    from tpututor.families import family_of, DECODERS
+    c = json.loads(f.read_text())
+    if family_of(c) not in DECODERS: return tok
+    eos = c.get('eos_token_id')
+    return append_eos(tok, eos[0] if isinstance(eos, list) else eos)   # Llama 3.1 lists several: the first ends a text
 
 # %% ../nbs/06_tokenize.ipynb #e925f781
 def _as_texts(texts, what='texts')->list:
@@ -94,7 +127,7 @@ def _tokenizer(tok):
         f = Path(resolve_model(tok)) / 'tokenizer.json'
         if f.exists():
             key = (str(f.resolve()), f.stat().st_mtime_ns)
-            if key not in _LOADED: _LOADED.clear(); _LOADED[key] = Tokenizer.from_file(str(f))
+            if key not in _LOADED: _LOADED.clear(); _LOADED[key] = model_convention(Tokenizer.from_file(str(f)), f.parent)
             return _LOADED[key]
     return load_tokenizer(tok)
 

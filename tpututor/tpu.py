@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 # %% auto #0
-__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'chip_picture',
+__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'tpu_spec', 'chip_picture',
            'mxu_utilisation']
 
 # %% ../nbs/00_tpu.ipynb #762f2ffe
@@ -207,15 +207,22 @@ def _draw_slice(ax, r):
     ax.set(xlim=(-0.3, max(cols * 2, 4)), ylim=(-1.0, rows * 2 + 2.3)); ax.set_axis_off()
 
 # %% ../nbs/00_tpu.ipynb #16264f13
+def tpu_spec(
+    accelerator:str, # a row of `TPU_SPECS`: 'v5e-8', 'v5e-1', 'v6e-8', ...
+)->dict:             # that row
+    "The `TPU_SPECS` row of `accelerator`; a ValueError naming the known ones"
+    rows = {r['accelerator']: r for r in TPU_SPECS}
+    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
+    return rows[accelerator]
+
 def chip_picture(
     accelerator:str='v5e-8', # a row of `TPU_SPECS` ('v5e-8', 'v6e-8', ...)
 ):                           # a matplotlib Figure: the chip on the left, its slice on the right
     "Draw one chip of `accelerator` (HBM, VMEM, MXUs, VPU) and its slice (chips joined by ICI, the host on PCIe), each link's bandwidth from `TPU_SPECS`"
     import matplotlib.pyplot as plt
-    rows = {r['accelerator']: r for r in TPU_SPECS}
-    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
+    row = tpu_spec(accelerator)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[1.1, 1]))
-    _draw_chip(a, rows[accelerator]); _draw_slice(b, rows[accelerator])
+    _draw_chip(a, row); _draw_slice(b, row)
     fig.tight_layout()
     return fig
 
