@@ -320,9 +320,10 @@ def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 
 def _compiles()->int: return count_compiles() if on_jax() else 0   # only JAX reports its compiles
 def _hits()->int: return count_cache_hits() if on_jax() else 0     # ... and loads from its compile cache
 
-def _weights(model)->list: return [_local(v.value) for v in model.weights]
+def _kept(model)->list: return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
+def _weights(model)->list: return [_local(v.value) for v in _kept(model)]   # the best epoch's weights, kept on the host
 def _set_weights(model, arrays):
-    for v, a in zip(model.weights, arrays): v.assign(a)
+    for v, a in zip(_kept(model), arrays): v.assign(a)
 _RESTART = weakref.WeakKeyDictionary()   # model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
 def _values(variables)->list: return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
 def _set_values(variables, arrays):

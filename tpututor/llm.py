@@ -46,7 +46,7 @@ def merged_weights(
     "The model's weights as a model without LoRA would hold them: `kernel + (alpha / rank) A B` for each adapted layer"
     ops = import_keras().ops
     merged = {id(l._kernel): np.asarray(ops.convert_to_numpy(l.kernel)) for l in lora_layers(model)}   # `kernel` adds the adapters
-    return {v.path: merged.get(id(v), None) if id(v) in merged else np.asarray(ops.convert_to_numpy(v.value))
+    return {v.path: merged[id(v)] if id(v) in merged else np.asarray(ops.convert_to_numpy(v.value))
             for v in model.weights if 'lora_kernel' not in v.path}
 
 def export_merged(
@@ -61,7 +61,8 @@ def export_merged(
     w = merged_weights(model)
     atomic_write(folder/'model.safetensors', lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in w.items()}, tmp,
                                                                   metadata={'format': 'tpututor-keras3'}))
-    bb = next(l for l in model.layers if hasattr(l, 'token_embedding'))
+    from tpututor.keras import backbone_of
+    bb = backbone_of(model)
     if hf and type(bb).__name__ in _hf_exporters():
         plain = type(bb).from_config(bb.get_config())
         for v in plain.weights: v.assign(w[v.path])

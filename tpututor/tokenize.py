@@ -54,15 +54,13 @@ def append_eos(
 
 def model_convention(
     tok,      # the tokenizer read from `folder`
-    folder,   # the model's folder (or hub id)
+    folder,   # the model's folder or hub id
 ):            # `tok`, with EOS appended when the model is a decoder LLM
     "A tokenizer as its model's classifier reads text: a decoder's texts end in EOS; an encoder's tokenizer unchanged"
-    f = Path(str(folder))/'config.json'
-    if not f.exists(): return tok
-    import json
-    from tpututor.families import family_of, DECODERS
-    c = json.loads(f.read_text())
-    if family_of(c) not in DECODERS: return tok
+    from tpututor.families import family_of, model_config, DECODERS
+    try: c = model_config(str(folder))   # a folder's config.json, or a hub id's (from the cache, else the hub)
+    except (OSError, ValueError): return tok   # no config beside the tokenizer: nothing says it is a decoder's
+    if c is None or family_of(c) not in DECODERS: return tok
     eos = c.get('eos_token_id')
     return append_eos(tok, eos[0] if isinstance(eos, list) else eos)   # Llama 3.1 lists several: the first ends a text
 
