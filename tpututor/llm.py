@@ -133,7 +133,7 @@ def mesh_picture(
     model,          # a model built under `distribution`
     distribution,   # a `mesh_distribution`
 ):                  # a matplotlib figure
-    "The data x model mesh as a grid of devices: each row one copy of the weights, each device labelled with what it holds of them"
+    "The data x model mesh as a grid of devices (rows along 'batch', columns along 'model'), each labelled with what it holds of the weights"
     import matplotlib.pyplot as plt
     mesh, held = distribution.device_mesh, holdings(model)
     rows, cols = mesh.shape
@@ -142,9 +142,9 @@ def mesh_picture(
     for (r, c), d in np.ndenumerate(np.asarray(mesh.devices).reshape(rows, cols)):
         ax.add_patch(plt.Rectangle((c, rows - 1 - r), 0.92, 0.85, fc='#dbe9f6', ec='#3b6ea5'))
         ax.text(c + 0.46, rows - 1 - r + 0.42, f"device {getattr(d, 'id', d)}\n{mine / 2**20:.2f} MiB", ha='center', va='center', fontsize=8)
-    ax.set_xlim(-0.1, cols); ax.set_ylim(-0.1, rows); ax.axis('off')
-    ax.set_title(f"{rows} x {cols} mesh: each row holds one copy of the weights ({whole / 2**20:.2f} MiB), "
-                 f"each device {mine / whole:.0%} of it", fontsize=9)
-    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->')); ax.text(cols / 2, -0.12, "'model' axis: one copy's devices", ha='center', va='top', fontsize=8)
+    ax.set_xlim(-0.4, cols); ax.set_ylim(-0.3, rows); ax.axis('off')
+    ax.set_title(f"{rows} x {cols} mesh: of the weights' {whole / 2**20:.2f} MiB each device holds {mine / 2**20:.2f} ({mine / whole:.0%})", fontsize=9)
+    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->')); ax.text(cols / 2, -0.12, "'model' axis", ha='center', va='top', fontsize=8)
+    ax.annotate('', (-0.05, rows), (-0.05, 0), arrowprops=dict(arrowstyle='<->')); ax.text(-0.12, rows / 2, "'batch' axis", ha='right', va='center', rotation=90, fontsize=8)
     fig.tight_layout()
     return fig
