@@ -16,9 +16,10 @@ from mkdocs.structure.toc import get_toc
 _re_heading = re.compile(r'<h([1-6])\b([^>]*)>(.*?)</h\1>', re.S)
 _re_tags = re.compile(r'<[^>]+>')
 _re_widget_cdn = re.compile(r'https://unpkg\.com/[^\'"]*\.js')
-# a link to another notebook, as written in the notebooks (`../01_bf16.ipynb#part`), and the page it became
-# (`../bf16.html#part`): pages are named after the notebook without its number (see build.py)
-_re_nb_link = re.compile(r'href="((?:\.\./)*)(?:\d+[a-z]?_)?([\w-]+)\.ipynb(#[^"]*)?"')
+# a link to another notebook, as written in the notebooks (`../01_bf16.ipynb#part`, `tutorials/05_llm_classifier.ipynb`),
+# and the page it became (`../bf16.html#part`, `tutorials/llm_classifier.html`): pages are named after the notebook
+# without its number (see build.py)
+_re_nb_link = re.compile(r'href="((?:\.\./)*(?:tutorials/)?)(?:\d+[a-z]?_)?([\w-]+)\.ipynb(#[^"]*)?"')
 _re_mermaid = re.compile(r'<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
 
 def _rel_root(page):
