@@ -10,15 +10,15 @@ from common import ratio, report, table
 
 def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     warnings.filterwarnings('ignore', message='`tensorflow` can conflict')
-    from tpututor.frameworks import import_xla
+    from tpututor.devices.frameworks import import_xla
     tx = import_xla()
     import numpy as np
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
     from tpututor.meter import host_name
     from tpututor.kfold import score
-    from tpututor.tokenize import encode
-    from tpututor.torchxla import XlaBackend
+    from tpututor.encoding import encode
+    from tpututor.backends.xla import XlaBackend
 
     rt = rotten_tomatoes().sample(frac=1, random_state=1).reset_index(drop=True)
     tr, te = rt.iloc[:n_train], rt.iloc[n_train:n_train + n_test]

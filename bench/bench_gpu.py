@@ -31,7 +31,7 @@ def prepare(d):
     os.environ.setdefault('USE_TF', '0')
     from transformers import BertConfig
     from tpututor.data import bbc_news
-    from tpututor.tokenize import encode
+    from tpututor.encoding import encode
     d = Path(d); d.mkdir(parents=True, exist_ok=True)
     bbc = bbc_news()
     idx = np.resize(np.random.default_rng(0).permutation(len(bbc)), ROWS)   # every article, repeated up to ROWS rows
@@ -42,7 +42,7 @@ def prepare(d):
 
 def _data(d):
     import numpy as np
-    from tpututor.tokenize import Encoded
+    from tpututor.encoding import Encoded
     z = np.load(Path(d) / 'data.npz')
     return Encoded(z['input_ids'], z['attention_mask']), z['labels']
 
@@ -74,7 +74,7 @@ def one(name, d):
     elif name in ('keras', 'keras_spe'):   # keras_spe: 32 steps per call into the device, as on a TPU
         os.environ['KERAS_BACKEND'] = 'jax'
         if name == 'keras_spe': cfg = cfg.replace(steps_per_execution=32)
-        from tpututor.keras import KerasBackend
+        from tpututor.backends.keras import KerasBackend
         be = KerasBackend()
         model, hist = be.fit(cfg, enc, y)
         import jax

@@ -16,10 +16,10 @@ def child(name:str)->dict:
     from tpututor.kfold import run_kfold, memory_mb
     from tpututor.config import TrainConfig
     from tpututor.cli import default_data
-    from tpututor.tokenize import load_tokenizer, encode
+    from tpututor.encoding import load_tokenizer, encode
     if name == 'keras':
-        from tpututor.jaxdev import virtual_jax; virtual_jax(1)
-    from tpututor.backend import get_backend
+        from tpututor.devices.jax import virtual_jax; virtual_jax(1)
+    from tpututor.backends.base import get_backend
     backend = get_backend(name, verbose=False)
     df, _ = default_data(ROWS, 100)
     cfg = TrainConfig(model='minilm', max_len=MAX_LEN, batch_size=BATCH, epochs=1)

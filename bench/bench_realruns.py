@@ -16,13 +16,13 @@ RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
 def tf_minilm()->dict:
     "08a_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
     import numpy as np
-    from tpututor.devices import virtual_tpu
+    from tpututor.devices.describe import virtual_tpu
     virtual_tpu(8, frameworks='tf')
-    from tpututor.strategy import get_strategy
-    from tpututor.tfkeras import TfBackend
+    from tpututor.devices.tf import get_strategy
+    from tpututor.backends.tf import TfBackend
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.tokenize import encode, choose_buckets
+    from tpututor.encoding import encode, choose_buckets
     data = rotten_tomatoes().sample(5000, random_state=0)
     tr, te = data[:4000], data[4000:]
     cfg = TrainConfig(model='minilm', task='classification', n_outputs=2, max_len=64, buckets=3, batch_size=8,
@@ -40,10 +40,10 @@ def tf_minilm()->dict:
 
 def xla_minilm()->dict:
     "10_torchxla: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
-    from tpututor.torchxla import XlaBackend
+    from tpututor.backends.xla import XlaBackend
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.tokenize import encode
+    from tpututor.encoding import encode
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
     t0 = time.time()
     e_all = encode('minilm', rt.text.tolist()[:3500], max_len=64)

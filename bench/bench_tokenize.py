@@ -1,4 +1,4 @@
-"""Tokenization: `tpututor.tokenize.encode` against the raw Rust batch call it wraps (the limit), the per-row
+"""Tokenization: `tpututor.encoding.encode` against the raw Rust batch call it wraps (the limit), the per-row
 `encode_plus` loop of the classic TPU notebooks, and one batched Hugging Face call.
 
 20,000 real texts (all Rotten Tomatoes snippets, then BBC News paragraphs) to length 128, the same
@@ -30,8 +30,8 @@ def alternating(fns, rounds=9):
 
 def main(n=20_000, max_len=128):
     from transformers import AutoTokenizer, BertTokenizer
-    from tpututor.models import resolve_model
-    from tpututor.tokenize import encode, load_tokenizer
+    from tpututor.models.hub import resolve_model
+    from tpututor.encoding import encode, load_tokenizer
     data = texts(n); path = resolve_model('minilm')
     fast, slow, tok = AutoTokenizer.from_pretrained(path), BertTokenizer.from_pretrained(path), load_tokenizer(path)
     raw_tok = load_tokenizer(path); raw_tok.no_padding(); raw_tok.enable_truncation(max_length=max_len, strategy='longest_first')
@@ -54,7 +54,7 @@ def main(n=20_000, max_len=128):
                           ('per-row encode_plus, Python tokenizer (BertTokenizer)', loop(slow), 1),
                           ('one batched call, fast tokenizer (tokenizer(texts, ...))', batched, 3),
                           ('raw Rust encode_batch_fast (Encoding objects, no arrays: the limit)', raw, 0),
-                          ('tpututor.tokenize.encode', ours, 0)]:
+                          ('tpututor.encoding.encode', ours, 0)]:
         if fn is raw: t = t_raw
         elif fn is ours: t = t_ours
         else:

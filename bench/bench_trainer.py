@@ -47,14 +47,14 @@ def _start(name):
     "Framework start-up for `name`'s process, before anything imports transformers"
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     if name in ('trainer_xla', 'xla', 'xla_fixed'):
-        from tpututor.frameworks import import_xla; import_xla()
+        from tpututor.devices.frameworks import import_xla; import_xla()
     elif name == 'keras':
         os.environ['USE_TORCH_XLA'] = '0'
-        from tpututor.jaxdev import import_keras; import_keras('jax')
+        from tpututor.devices.jax import import_keras; import_keras('jax')
     elif name == 'kerashub':   # KerasHub's classifier reads strings through tf.data: TensorFlow joins its process, as it does for its users
         os.environ['USE_TORCH_XLA'], os.environ['KERAS_BACKEND'] = '0', 'jax'
     elif name == 'tf':
-        from tpututor.frameworks import import_tf; import_tf()
+        from tpututor.devices.frameworks import import_tf; import_tf()
     else: os.environ['USE_TORCH_XLA'] = os.environ['USE_TF'] = '0'   # native torch: accelerate must not reach for torch_xla
 
 def _data():
@@ -69,7 +69,7 @@ def _trainer(name, tr, te):
     "A fold function for the Hugging Face Trainer, as a user writes it"
     import numpy as np, torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments, DataCollatorWithPadding
-    from tpututor.models import resolve_model
+    from tpututor.models.hub import resolve_model
     path = resolve_model('minilm'); tok = AutoTokenizer.from_pretrained(path)
     pad = 'longest' if name == 'trainer_dynamic' else 'max_length'
     class Rows(torch.utils.data.Dataset):   # the tokenizer's output per row
@@ -97,13 +97,13 @@ def _trainer(name, tr, te):
     return fold
 
 def _xla_compiles():
-    from tpututor.xla import count_compiles
+    from tpututor.devices.xla import count_compiles
     return count_compiles()
 
 def _kerashub(tr, te):
     "A fold function for KerasHub's own classifier: `TextClassifier.from_preset` on the MiniLM folder, then `fit`"
     import numpy as np, keras, keras_hub
-    from tpututor.models import resolve_model
+    from tpututor.models.hub import resolve_model
     path = resolve_model('minilm')
     def fold(tr_idx, va_idx):
         keras.utils.set_random_seed(SCHEDULE['seed'])
@@ -121,10 +121,10 @@ def _kerashub(tr, te):
 
 def _ours(name, tr, te, fold):
     "A fold function for a tpututor backend, kept over the folds as `run_kfold` keeps it, with the run's buckets chosen once"
-    from tpututor.backend import get_backend
+    from tpututor.backends.base import get_backend
     from tpututor.config import TrainConfig
     from tpututor.kfold import fixed_shapes, compile_cost
-    from tpututor.tokenize import encode
+    from tpututor.encoding import encode
     enc, enc_te = encode('minilm', tr.text.tolist(), max_len=MAX_LEN), encode('minilm', te.text.tolist(), max_len=MAX_LEN)
     be = get_backend(name.split('_')[0], verbose=False)
     s = SCHEDULE
@@ -213,8 +213,8 @@ def report_runs(rec=None):
     from tpututor.config import row_lengths
     from tpututor.kfold import score
     from tpututor.meter import model_dims, train_flops
-    from tpututor.models import resolve_model
-    from tpututor.tokenize import encode, choose_buckets, assign_buckets, bucket_batches
+    from tpututor.models.hub import resolve_model
+    from tpututor.encoding import encode, choose_buckets, assign_buckets, bucket_batches
     from transformers import AutoConfig
     rec = rec or json.loads((RESULTS / 'trainer_runs.json').read_text())
     tr, te, fold = _data()

@@ -4,7 +4,7 @@ The pretrained MiniLM fine-tuned (classification) on real Rotten Tomatoes snippe
 process. Only epochs that compile nothing are timed (the compile counts are reported to show it); the
 library and hand-written epochs are interleaved, because two CPU cores shared with other work are noisy.
 The hand-written loop does the same work as the library's on the same bucketed batches: same model,
-`tpututor.torchxla.AdamW`, same schedule and clipping, one sync per step; it has no progress bar,
+`tpututor.backends.xla.AdamW`, same schedule and clipping, one sync per step; it has no progress bar,
 compile watcher or loss bookkeeping. It uses the library's AdamW because
 `torch.optim.AdamW` would add compiles of its own (see nbs/10_torchxla.ipynb), and this row measures the
 loop, not the optimizer.
@@ -14,15 +14,15 @@ from common import ratio, report, table
 
 def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     warnings.filterwarnings('ignore', message='`tensorflow` can conflict')
-    from tpututor.frameworks import import_xla
+    from tpututor.devices.frameworks import import_xla
     tx = import_xla()
     import numpy as np, torch
     import torch_xla.core.xla_model as xm
     from tpututor.config import TrainConfig, lr_at
     from tpututor.data import rotten_tomatoes
-    from tpututor.tokenize import encode, padding_report
-    from tpututor.torchxla import AdamW, EncodedDataset, build_model, fit_model, param_groups, task_loss, train_batches
-    from tpututor.xla import count_compiles
+    from tpututor.encoding import encode, padding_report
+    from tpututor.backends.xla import AdamW, EncodedDataset, build_model, fit_model, param_groups, task_loss, train_batches
+    from tpututor.devices.xla import count_compiles
 
     rt = rotten_tomatoes().sample(frac=1, random_state=0)
     enc, y = encode('minilm', rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]

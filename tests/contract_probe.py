@@ -8,12 +8,12 @@ import numpy as np
 
 def main(name, workdir):
     if name == 'keras':   # the virtual TPU: eight JAX CPU devices, data parallel
-        from tpututor.jaxdev import virtual_jax; virtual_jax(8)
-    from tpututor.backend import get_backend, History, EPOCH_KEYS
+        from tpututor.devices.jax import virtual_jax; virtual_jax(8)
+    from tpututor.backends.base import get_backend, History, EPOCH_KEYS
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.models import tiny_model_dir
-    from tpututor.tokenize import encode
+    from tpututor.models.hub import tiny_model_dir
+    from tpututor.encoding import encode
     work = Path(workdir)
     rt = rotten_tomatoes().sample(200, random_state=3).reset_index(drop=True)
     tiny = work/'tiny'

@@ -14,8 +14,8 @@ def same_as_torch(folder)->float:
     "The lowest cosine similarity between KerasHub's and transformers' vector of a real token, on 8 reviews"
     import numpy as np, torch, transformers
     from tpututor.config import TrainConfig, features
-    from tpututor.keras import load_backbone, sequence_output, input_fields, KERAS_INPUTS
-    from tpututor.tokenize import encode
+    from tpututor.backends.keras import load_backbone, sequence_output, input_fields, KERAS_INPUTS
+    from tpututor.encoding import encode
     from tpututor.data import rotten_tomatoes
     enc = encode(str(folder), rotten_tomatoes().text[:8].tolist(), max_len=24)
     bb = load_backbone(TrainConfig(model=str(folder)))
@@ -30,10 +30,10 @@ def same_as_torch(folder)->float:
 
 def main(backend, workdir):
     if backend == 'keras':
-        from tpututor.jaxdev import virtual_jax, import_keras; virtual_jax(8); import_keras()   # the virtual TPU, Keras on JAX
+        from tpututor.devices.jax import virtual_jax, import_keras; virtual_jax(8); import_keras()   # the virtual TPU, Keras on JAX
     if backend == 'tf':
-        from tpututor.frameworks import import_tf; import_tf()   # Keras 2 for transformers' TF models, before transformers loads
-    from tpututor.families import FAMILIES, tiny_checkpoint, run_matrix
+        from tpututor.devices.frameworks import import_tf; import_tf()   # Keras 2 for transformers' TF models, before transformers loads
+    from tpututor.models.families import FAMILIES, tiny_checkpoint, run_matrix
     from tpututor.data import rotten_tomatoes
     work, texts = Path(workdir), rotten_tomatoes().text.tolist()[:1000]
     runs = []

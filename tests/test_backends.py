@@ -4,7 +4,7 @@ contract says they are the same (history keys, the error for a bad target)."""
 import json, subprocess, sys
 from pathlib import Path
 import pytest
-from tpututor.backend import BACKENDS, EPOCH_KEYS
+from tpututor.backends.base import BACKENDS, EPOCH_KEYS
 from conftest import ROOT, clean_env
 
 @pytest.fixture(scope='module')

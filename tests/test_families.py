@@ -4,7 +4,7 @@ every family it cannot run must be refused up front naming a backend that runs i
 bench/results/families.json records, because the docs' supported-models table is drawn from that file."""
 import json, subprocess, sys
 import pytest
-from tpututor.families import FAMILIES, backends_for
+from tpututor.models.families import FAMILIES, backends_for
 from conftest import ROOT, clean_env
 
 RECORD = ROOT/'bench'/'results'/'families.json'

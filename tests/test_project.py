@@ -39,7 +39,7 @@ def test_import_loads_no_framework():
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[]', f'importing {mods} loaded {r.stdout.strip()}'
-    assert {'tpututor.tokenize', 'tpututor.data', 'tpututor.config'} <= set(mods)
+    assert {'tpututor.encoding', 'tpututor.data', 'tpututor.config'} <= set(mods)
 
 def test_compat_results_are_current():
     "The recorded `./run.sh compat` run used today's pin file (Kaggle's TPU image versions) and every row passed"

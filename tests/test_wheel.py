@@ -43,9 +43,9 @@ def test_wheel_installs_and_runs(installed):
     out = run(py.parent / 'tpututor', 'train', '--help')
     assert '--backend' in out and '--folds' in out
     code = '''
-import sys, tpututor, tpututor.cli, tpututor.kfold, tpututor.tokenize, tpututor.frameworks
+import sys, tpututor, tpututor.cli, tpututor.kfold, tpututor.encoding, tpututor.devices.frameworks
 from tpututor.data import rotten_tomatoes, bbc_news
-from tpututor.models import minilm_path
+from tpututor.models.hub import minilm_path
 loaded = sorted({'torch', 'tensorflow', 'jax', 'keras', 'transformers'} & set(sys.modules))
 print(tpututor.__version__, len(rotten_tomatoes()), len(bbc_news()), (minilm_path() / 'model.safetensors').exists(), loaded)
 '''
