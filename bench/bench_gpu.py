@@ -67,7 +67,7 @@ def one(name, d):
     enc, y = _data(d); cfg = _cfg(d, int(batch or BATCH))
     if name in ('torch', 'torch_compile', 'torch_cudagraphs'):
         import torch
-        from tpututor.torchcore import TorchBackend
+        from tpututor.backends.torch import TorchBackend
         be = TorchBackend(compile={'torch': False, 'torch_compile': True, 'torch_cudagraphs': 'reduce-overhead'}[name])
         model, hist = be.fit(cfg, enc, y)
         out = dict(_steady(hist), device=be.layer.kind(), peak_bf16=be.layer.peak_flops('bfloat16'))
@@ -108,7 +108,7 @@ def trainer(cfg, enc, y)->dict:
     eps = (steps - warm) * cfg.batch_size / secs
     flops = train_flops(model_dims(conf), cfg.batch_size * LEN, LEN) / cfg.batch_size * eps
     name = torch.cuda.get_device_name()
-    from tpututor.torchcore import TorchDevice
+    from tpututor.devices.torch import TorchDevice
     peak = TorchDevice('cuda').peak_flops('bfloat16')
     sheet = datasheet_peak(name, 'bf16')
     return dict(examples_per_s=eps, mfu_datasheet=flops / sheet if sheet else None, mfu_measured=flops / peak,

@@ -12,7 +12,7 @@ def main(name, workdir):
     from tpututor.backends.base import get_backend, History, EPOCH_KEYS
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.models.hub import tiny_model_dir
+    from tpututor.testing import tiny_model_dir
     from tpututor.encoding import encode
     work = Path(workdir)
     rt = rotten_tomatoes().sample(200, random_state=3).reset_index(drop=True)

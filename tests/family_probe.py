@@ -33,7 +33,8 @@ def main(backend, workdir):
         from tpututor.devices.jax import virtual_jax, import_keras; virtual_jax(8); import_keras()   # the virtual TPU, Keras on JAX
     if backend == 'tf':
         from tpututor.devices.frameworks import import_tf; import_tf()   # Keras 2 for transformers' TF models, before transformers loads
-    from tpututor.models.families import FAMILIES, tiny_checkpoint, run_matrix
+    from tpututor.models.families import FAMILIES
+    from tpututor.testing import tiny_checkpoint, run_matrix
     from tpututor.data import rotten_tomatoes
     work, texts = Path(workdir), rotten_tomatoes().text.tolist()[:1000]
     runs = []

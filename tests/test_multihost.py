@@ -12,7 +12,7 @@ ARGS = ['--backend', 'keras', '--folds', '2', '--epochs', '1', '--batch-size', '
 @pytest.fixture(scope='module')
 def job(tmp_path_factory):
     "A tiny model and 192 labelled rows, and the one-process, eight-device run to compare with"
-    from tpututor.models.hub import tiny_model_dir
+    from tpututor.testing import tiny_model_dir
     from tpututor.data import rotten_tomatoes
     d = tmp_path_factory.mktemp('multihost')
     rt = rotten_tomatoes()

@@ -12,7 +12,7 @@ import pytest
 from conftest import NBS, ROOT, venv_bin, clean_env
 
 # The TPU setting of a tutorial (its FULL branch: the model family, bf16, buckets, steps_per_execution, folds), run here on
-# the virtual TPU with a tiny random checkpoint of the same family and fewer rows (tpututor.models.families.rehearsal).
+# the virtual TPU with a tiny random checkpoint of the same family and fewer rows (tpututor.testing.rehearsal).
 BENCHED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/02_tf_siamese.ipynb', 'tutorials/03_xla_ranking.ipynb', 'tutorials/04_xla_cores.ipynb']
 # Their small CPU setting fine-tunes the pretrained MiniLM for minutes: heavy evidence, run by bench/bench_tutorials.py
 # (`./run.sh bench tutorials`, which saves the outputs the docs show); tests/test_project.py fails when that record is stale.

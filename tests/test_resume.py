@@ -13,7 +13,7 @@ from conftest import venv_bin, clean_env
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp('e2e')
     from tpututor.data import rotten_tomatoes
-    from tpututor.models.hub import tiny_model_dir
+    from tpututor.testing import tiny_model_dir
     rt = rotten_tomatoes().sample(370, random_state=1).reset_index(drop=True)
     rt[['text', 'label']][:310].to_csv(d/'train.csv', index=False)   # folds of 104, 103, 103 rows
     rt[['text']][310:].assign(id=range(60)).to_csv(d/'test.csv', index=False)

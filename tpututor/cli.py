@@ -16,7 +16,8 @@ from .backends.base import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
 from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds, COMPILE_KEYS
 from .encoding import encode
-from .meter import mfu_text, compile_cache_dir, compile_cache_report, clear_compile_cache
+from .meter import mfu_text
+from .devices.ops import compile_cache_dir, compile_cache_report, clear_compile_cache
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'pick_backend', 'read_csv',
@@ -133,9 +134,9 @@ def pick_backend(
     tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
 )->tuple:               # (backend name, why in a few words)
     "The backend `--backend auto` trains with on this machine"
-    from tpututor.devices.frameworks import installed_version, _tpu_present
+    from tpututor.devices.frameworks import installed_version, tpu_present
     have = have or installed_version
-    tpu = _tpu_present() if tpu is None else tpu
+    tpu = tpu_present() if tpu is None else tpu
     jax_keras = have('jax') and have('keras') and have('keras-hub')
     if tpu:
         if have('torch-tpu'): return 'torch', 'a TPU with TorchTPU: native PyTorch on its chips'
@@ -414,12 +415,12 @@ def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compile
     "XLA's own count for `tpututor plan --xla`: the Keras training step compiled on this machine's JAX devices, nothing run"
     from tpututor.devices.jax import virtual_jax, import_keras
     virtual_jax(args.devices); import_keras()
-    from tpututor.plan import xla_memory
-    from tpututor.backends.keras import _backbone_cls, _distributed, describe
+    from tpututor.backends.keras import xla_memory
+    from tpututor.backends.keras import backbone_class, distributed, describe
     from tpututor.models.llm import mesh_distribution
     cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision, lora=args.lora, model_parallel=args.model_parallel)
-    dist = mesh_distribution(args.model_parallel, backbone_cls=_backbone_cls(cfg)) if args.model_parallel > 1 else None
-    with _distributed(dist): where = describe()
+    dist = mesh_distribution(args.model_parallel, backbone_cls=backbone_class(cfg)) if args.model_parallel > 1 else None
+    with distributed(dist): where = describe()
     return xla_memory(cfg, args.batch_size, args.max_len, dist)['total'], where
 
 def plan(args)->dict: # the plan, with `hbm` and `largest_batch`

@@ -10,13 +10,14 @@ import dataclasses, json
 from dataclasses import dataclass, asdict
 from typing import Union
 import numpy as np
-from .encoding import Encoded, choose_buckets
+from .encoding import Encoded, choose_buckets, assign_buckets
+from .meter import train_flops
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'KERAS_ONLY', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_options',
            'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features', 'check_inputs', 'length_plan',
-           'steps_per_call', 'lr_at']
+           'steps_per_call', 'row_flops', 'lr_at']
 
 # %% ../nbs/04_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')
@@ -196,6 +197,14 @@ def steps_per_call(
     "Steps per call into the device: the configured number, or `TPU_STEPS_PER_EXECUTION` on a TPU and 1 elsewhere"
     n = cfg.steps_per_execution or (TPU_STEPS_PER_EXECUTION if tpu else 1)
     return max(1, min(n, steps))
+
+# %% ../nbs/04_config.ipynb #07d56c46
+def row_flops(cfg, data:Inputs, dims:dict)->float:
+    "Mean training FLOPs of one row at the padded length `length_plan` gives it (both texts of a pair); None when `dims` is"
+    if dims is None: return None
+    lengths, buckets = row_lengths(data), length_plan(cfg, data)
+    padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
+    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))   # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
 
 # %% ../nbs/04_config.ipynb #5161e9ea
 def lr_at(

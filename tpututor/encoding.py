@@ -15,7 +15,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['load_tokenizer', 'append_eos', 'model_convention', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets',
-           'padding_report', 'bucket_batches', 'write_tfrecord', 'read_tfrecord']
+           'padding_report', 'bucket_batches', 'prediction_batches', 'write_tfrecord', 'read_tfrecord']
 
 # %% ../nbs/03_encoding.ipynb #7e65e2db
 def load_tokenizer(
@@ -247,6 +247,22 @@ def bucket_batches(
         out += [(L, idx[i:i + batch_size]) for i in range(0, stop, batch_size)]
     if shuffle: out = [out[i] for i in rng.permutation(len(out))]
     return out
+
+# %% ../nbs/03_encoding.ipynb #dd15f647
+def prediction_batches(
+    lengths:np.ndarray,  # real tokens per row
+    batch:int,           # global batch size
+    buckets:list,        # bucket lengths ([max_len] for a fixed length)
+)->list:                 # (length, row indices padded to `batch`, number of real rows)
+    "Full batches covering every row once, each from one bucket; the last of each bucket padded with its first row"
+    which = assign_buckets(lengths, buckets)
+    plan = []
+    for b, L in enumerate(buckets):
+        rows = np.flatnonzero(which == b)
+        for i in range(0, len(rows), batch):
+            part = rows[i:i + batch]
+            plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
+    return plan
 
 # %% ../nbs/03_encoding.ipynb #26b6b31a
 def write_tfrecord(

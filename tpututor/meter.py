@@ -8,11 +8,11 @@ Docs: https://tpututor.github.io/tpututor/meter.html.md"""
 from __future__ import annotations
 import json, os, platform, time, warnings
 from pathlib import Path
+from .specs import TPU_SPECS, GPU_SPECS
 
 # %% auto #0
-__all__ = ['DEVICE_LAYERS', 'GPU_SPECS', 'train_flops', 'config_getter', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate',
-           'host_name', 'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops', 'peak_flops',
-           'count_compiles', 'use_compile_cache', 'device_kind', 'datasheet_peak', 'mfu_text', 'Throughput']
+__all__ = ['train_flops', 'config_getter', 'model_dims', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'datasheet_peak',
+           'mfu_text', 'Throughput']
 
 # %% ../nbs/07_meter.ipynb #c845821c
 def _dims(
@@ -231,102 +231,13 @@ def host_name()->str: # the CPU model and core count, a cache key for CPU figure
     except (OSError, StopIteration): pass
     return f'{cpu} x{os.cpu_count()}'
 
-# %% ../nbs/07_meter.ipynb #b863de92
-_OFF = ('off', '0', 'none', 'false', 'no')
-
-def _compile_root()->Path|None: # the folder holding every framework's compile cache; None: caching is off
-    v = os.environ.get('TPUTUTOR_COMPILE_CACHE', '').strip()
-    if v.lower() in _OFF and v: return None
-    return Path(v).expanduser() if v else cache_dir() / 'compile'
-
-def compile_cache_dir(
-    framework:str, # 'jax', 'torch_xla' or 'tensorflow': one folder each
-)->Path|None:      # the folder (not created here), or None when `$TPUTUTOR_COMPILE_CACHE` is 'off'
-    "Where `framework` keeps compiled programs: `$TPUTUTOR_COMPILE_CACHE/<framework>`, else `compile/<framework>` in the user cache"
-    if not framework or not isinstance(framework, str) or '/' in framework or framework.startswith('.'):
-        raise ValueError(f"framework={framework!r}: give a framework name such as 'jax' or 'torch_xla'")
-    root = _compile_root()
-    return None if root is None else root / framework
-
-def _size(d:Path)->tuple: # (files, bytes) under `d`
-    files = [f for f in d.rglob('*') if f.is_file()] if d.is_dir() else []
-    return len(files), sum(f.stat().st_size for f in files)
-
-def compile_cache_report()->list: # one dict per framework folder: framework, path, files, bytes
-    "The compile cache's folders with their sizes ([] when caching is off or nothing was cached yet)"
-    root = _compile_root()
-    if root is None or not root.is_dir(): return []
-    return [dict(framework=d.name, path=str(d), files=(s := _size(d))[0], bytes=s[1]) for d in sorted(root.iterdir()) if d.is_dir()]
-
-def clear_compile_cache(
-    framework:str|None=None, # one framework's folder ('jax', 'torch_xla', ...); None: every framework's
-)->int:                      # bytes freed
-    "Delete compiled programs kept on disk; the next run compiles them again (results do not change)"
-    import shutil
-    if framework: compile_cache_dir(framework)   # checks the name
-    root = _compile_root()
-    if root is None: return 0
-    dirs = [root / framework] if framework else [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
-    freed = 0
-    for d in dirs:
-        if not d.is_dir(): continue
-        freed += _size(d)[1]
-        shutil.rmtree(d)
-    return freed
-
-# %% ../nbs/07_meter.ipynb #571078b3
-DEVICE_LAYERS = {   # framework -> (module, class) of the object that answers the operations below for it
-    'torch': ('tpututor.torchcore', 'TorchDevice'),
-    'torch_xla': ('tpututor.backends.xla', 'XlaDevice'),
-    'jax': ('tpututor.devices.jax', 'JaxDevice'),
-    'tensorflow': ('tpututor.devices.tf', 'TfDevice'),
-}
-
-def device_ops(
-    framework:str, # a key of `DEVICE_LAYERS`
-):                 # its device layer: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(), use_compile_cache(path)
-    "The object that answers the meter's questions for `framework` (its module is imported only now)"
-    import importlib
-    if framework not in DEVICE_LAYERS: raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_LAYERS)}")
-    mod, cls = DEVICE_LAYERS[framework]
-    return getattr(importlib.import_module(mod), cls)()
-
-def peak_flops(framework:str, dtype:str='float32', refresh:bool=False)->float: # FLOP/s of one device
-    "The measured matmul peak of one device of `framework` (cached)"
-    return device_ops(framework).peak_flops(dtype, refresh=refresh)
-
-def count_compiles(framework:str)->int|None: # None where the framework compiles no programs of its own
-    "Programs `framework` has compiled or loaded from its compile cache in this process"
-    return device_ops(framework).count_compiles()
-
-def use_compile_cache(framework:str, path=None): # the folder in use, or None
-    "Keep `framework`'s compiled programs in `path` (default: `compile_cache_dir` of the framework)"
-    return device_ops(framework).use_compile_cache(path)
-
-def device_kind(framework:str)->str: # e.g. 'CPU:<model> x2', 'CUDA:NVIDIA H100 80GB HBM3', 'TPU:TPU v5 lite'
-    "What the device `framework` computes on is, the key of `datasheet_peak`"
-    return device_ops(framework).kind()
-
 # %% ../nbs/07_meter.ipynb #5c608ed1
-GPU_SPECS = [   # NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins
-    dict(match=r'H100.*PCIe', bf16=756, fp16=756, tf32=378, fp32=51, source='https://www.nvidia.com/en-us/data-center/h100/'),
-    dict(match=r'H100.*NVL', bf16=835, fp16=835, tf32=418, fp32=60, source='https://www.nvidia.com/en-us/data-center/h100/ (NVL)'),
-    dict(match=r'H100|GH200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h100/ (SXM)'),
-    dict(match=r'H200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h200/ (SXM)'),
-    dict(match=r'A100', bf16=312, fp16=312, tf32=156, fp32=19.5, source='https://www.nvidia.com/en-us/data-center/a100/'),
-    dict(match=r'\bA10\b', bf16=125, fp16=125, tf32=62.5, fp32=31.2, source='https://www.nvidia.com/en-us/data-center/products/a10-gpu/'),
-    dict(match=r'\bL4\b', bf16=121, fp16=121, tf32=60, fp32=30.3, source='https://www.nvidia.com/en-us/data-center/l4/'),
-    dict(match=r'\bT4\b', bf16=None, fp16=65, tf32=None, fp32=8.1, source='https://www.nvidia.com/en-us/data-center/tesla-t4/'),
-    dict(match=r'V100.*PCIE', bf16=None, fp16=112, tf32=None, fp32=14, source='https://www.nvidia.com/en-us/data-center/v100/'),
-    dict(match=r'V100', bf16=None, fp16=125, tf32=None, fp32=15.7, source='https://www.nvidia.com/en-us/data-center/v100/ (SXM2)'),
-]
-
 _DTYPES = {'bf16': 'bfloat16', 'fp16': 'float16', 'fp32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16', 'float32': 'float32'}
 
 def datasheet_peak(
     device_kind:str|None,   # what the framework calls the device: 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'TPU:TPU v4', 'cpu'
     dtype:str='bfloat16',   # 'bfloat16', 'float16', 'float32' (or a precision: 'bf16', 'fp16', 'fp32')
-    specs:list|None=None,   # TPU rows like `tpututor.lessons.tpu.TPU_SPECS` (default: those)
+    specs:list|None=None,   # TPU rows like `tpututor.specs.TPU_SPECS` (default: those)
 )->float|None:              # FLOP/s of one device by its datasheet, or None where there is none (a CPU, an unknown device)
     "The datasheet's peak FLOP/s of one device of kind `device_kind` for matmuls in `dtype`"
     import re
@@ -335,7 +246,7 @@ def datasheet_peak(
     kind = (device_kind or '').strip()
     if kind.lower().startswith('cpu'): return None   # 'cpu' (JAX), 'CPU:<model>' (tpututor.devices.xla.device_kind): no datasheet peak
     kind = re.sub(r'^(TPU|GPU|CUDA):', '', kind)
-    if specs is None: from tpututor.lessons.tpu import TPU_SPECS as specs
+    if specs is None: specs = TPU_SPECS
     for r in specs:
         k, per, peak = r.get('device_kind'), r.get('devices_per_chip'), r.get('peak_bf16_tflops_per_chip')
         if k and per and peak and k.lower() == kind.lower(): return peak * 1e12 / per   # the MXU's bf16 rate bounds every dtype

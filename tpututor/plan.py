@@ -7,11 +7,11 @@ Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 # %% ../nbs/08_plan.ipynb #39b7628c
 from __future__ import annotations
 from .meter import model_dims, train_flops, config_getter
-from .lessons.tpu import TPU_SPECS, tpu_spec
+from .specs import TPU_SPECS, tpu_spec
 
 # %% auto #0
-__all__ = ['DECODER_TYPES', 'PRECISIONS', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'xla_memory',
-           'accelerator_of', 'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
+__all__ = ['DECODER_TYPES', 'PRECISIONS', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'accelerator_of',
+           'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
 
 # %% ../nbs/08_plan.ipynb #841cf568
 DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')   # model types of the decoder LLMs `model_dims` reads
@@ -69,43 +69,6 @@ def memory_plan(
                optimizer=2 * T * vb / model_parallel, activations=batch_size * per_row)
     out['total'] = sum(out.values())
     return dict(out, per_row=per_row, params=P + head, trainable=T)
-
-# %% ../nbs/08_plan.ipynb #06791ff2
-def xla_memory(
-    cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
-    batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
-    max_len:int,      # tokens per row
-    distribution=None, # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device runs it
-)->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
-    "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
-    from tpututor.backends.keras import build_model, make_optimizer, per_example_loss, on_jax, _distributed
-    if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
-    import jax, jax.numpy as jnp
-    with _distributed(distribution):
-        model = build_model(cfg)
-        opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
-    loss = per_example_loss(cfg)
-    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
-             [v.value for v in opt.variables])
-    reps, sh = 1, None
-    if distribution is not None:   # each replica's rows on its row of the mesh
-        from jax.sharding import NamedSharding, PartitionSpec as P
-        mesh = distribution.device_mesh
-        reps = mesh.shape[list(mesh.axis_names).index(distribution.batch_dim_name)]
-        sh = NamedSharding(mesh.backend_mesh, P(distribution.batch_dim_name))
-    x = {k: jax.ShapeDtypeStruct((batch_size * reps, max_len), jnp.int32, sharding=sh) for k in model.input}
-    y = jax.ShapeDtypeStruct((batch_size * reps,), jnp.int32, sharding=sh)
-    def loss_of(tv, ntv, x, y):
-        p, ntv = model.stateless_call(tv, ntv, x, training=True)
-        return loss(y, p).mean(), ntv
-    def step(tv, ntv, ov, x, y):
-        (l, ntv), g = jax.value_and_grad(loss_of, has_aux=True)(tv, ntv, x, y)
-        tv, ov = opt.stateless_apply(ov, g, tv)
-        return l, tv, ntv, ov
-    m = jax.jit(step, donate_argnums=(0, 1, 2)).lower(*state, x, y).compile().memory_analysis()
-    out = dict(arguments=m.argument_size_in_bytes, temporaries=m.temp_size_in_bytes, outputs=m.output_size_in_bytes,
-               aliased=m.alias_size_in_bytes)
-    return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
 
 # %% ../nbs/08_plan.ipynb #b4256e45
 def accelerator_of(

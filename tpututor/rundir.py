@@ -12,7 +12,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['RUN_FILES', 'RunDirError', 'atomic_write', 'write_text', 'write_json', 'read_json', 'save_array', 'load_array',
-           'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold']
+           'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'assign_weights']
 
 # %% ../nbs/05_rundir.ipynb #9c0bbdf7
 class RunDirError(RuntimeError):
@@ -133,3 +133,25 @@ def load_fold(
     done, oof = read_json(fd/'done.json'), load_array(fd/'oof.npy')
     if len(oof) != n_valid: raise RunDirError(f"{fd/'oof.npy'} has {len(oof)} rows, but the fold has {n_valid}: delete {fd} to redo the fold")
     return done, oof, load_array(fd/'test.npy') if with_test else None
+
+# %% ../nbs/05_rundir.ipynb #240da8a6
+def assign_weights(
+    model,   # a freshly built model of the same config
+    path,    # a safetensors file of its weights
+    key=lambda w: w.name, # a weight's key in the file (Keras 3 keys by `w.path`)
+):           # `model`, with the weights assigned
+    "Assign the weights in a safetensors file to a Keras model (anything with `.weights` that `assign`) by name, checking names and shapes"
+    from safetensors.numpy import load_file
+    try: tensors = load_file(str(path))
+    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
+    names = {key(w) for w in model.weights}
+    missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
+    if missing or extra:
+        raise ValueError(f"{path} does not match the model: missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
+                         f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the same config (model, task, n_outputs)?")
+    for w in model.weights:
+        t = tensors[key(w)]
+        if tuple(w.shape) != t.shape:
+            raise ValueError(f"{path}: weight {key(w)} has shape {t.shape} in the file but {tuple(w.shape)} in the model: the configs differ")
+        w.assign(t)
+    return model

@@ -18,17 +18,18 @@ from .tasks import Task
 from .encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models.hub import resolve_model, has_weights
 from .models.families import check_family
-from .devices.xla import CompileWatcher
-from .meter import Throughput, model_dims, datasheet_peak, compile_cache_dir, cached_peak, best_rate, host_name, _OFF
+from .devices.compiles import CompileWatcher
+from .meter import Throughput, model_dims, datasheet_peak, cached_peak, best_rate, host_name
+from .devices.ops import compile_cache_dir
 from .rundir import atomic_write
 from .backends.base import EpochLoop
+from .devices.torch import TorchDevice, device_layer
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['length_buckets', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool', 'TaskModel',
-           'task_loss', 'static_masks', 'accelerator', 'init_distributed', 'TorchDevice', 'device_layer', 'build_model',
-           'param_groups', 'AdamW', 'make_optimizer', 'predict', 'evaluate', 'save_weights', 'load_weights',
-           'fit_model', 'TorchBackend']
+__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool',
+           'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer', 'predict',
+           'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'fit_model']
 
 # %% ../nbs/09_torchcore.ipynb #981dbfeb
 def length_buckets(
@@ -43,7 +44,7 @@ def _cols(a, L):
     "`a` cut, or zero-padded, to `L` columns"
     return a[:, :L] if a.shape[1] >= L else np.pad(a, ((0, 0), (0, L - a.shape[1])))
 
-def _as_is(batch): return batch  # collate_fn: `__getitems__` already built the batch
+def as_is(batch): return batch  # collate_fn: `__getitems__` already built the batch
 
 class EncodedDataset:
     "Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its longest row"
@@ -82,7 +83,7 @@ def train_batches(
 
 def train_loader(ds:EncodedDataset, batch_size:int, grad_accum:int=1, seed:int=0): # a `torch.utils.data.DataLoader`
     "DataLoader over `train_batches`"
-    return torch.utils.data.DataLoader(ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=_as_is)
+    return torch.utils.data.DataLoader(ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=as_is)
 
 def predict_batches(
     ds:EncodedDataset, # the rows to predict
@@ -160,246 +161,6 @@ def static_masks()->bool: # True when transformers had a mask skip to turn off (
     if 'allow_is_bidirectional_skip' in inspect.signature(sdpa_mask).parameters: AttentionMaskInterface.register('sdpa', on_device(sdpa_mask))
     return True
 
-# %% ../nbs/09_torchcore.ipynb #1234dcc1
-def _dist():
-    "`torch.distributed` when a process group is running, else None"
-    d = torch.distributed
-    return d if d.is_available() and d.is_initialized() else None
-
-def accelerator(
-    index:int|None=None, # device index (default: `LOCAL_RANK` of a torchrun launch, else the current one)
-)->torch.device:         # e.g. cuda:0, tpu:0, or cpu
-    "The device `torch.accelerator` names (CUDA, TorchTPU's 'tpu', any PrivateUse1 device), or the CPU where there is none"
-    acc = torch.accelerator.current_accelerator(check_available=True)
-    if acc is None: return torch.device('cpu')
-    if index is None: index = int(os.environ.get('LOCAL_RANK', torch.accelerator.current_device_index()))
-    return torch.device(acc.type, index)
-
-def init_distributed(
-    device=None, # the device this process trains on (default: `accelerator()`)
-)->int:          # processes in the group (1: none was started)
-    "Join the torch.distributed group of a `torchrun` launch (WORLD_SIZE > 1), on the backend torch registers for the device"
-    d = torch.distributed
-    if d.is_initialized(): return d.get_world_size()
-    if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return 1
-    dev = torch.device(device) if device is not None else accelerator()
-    if dev.type != 'cpu': torch.accelerator.set_device_index(dev.index or 0)
-    d.init_process_group(d.get_default_backend_for_device(dev))   # gloo for CPUs, nccl for CUDA, what TorchTPU registers for 'tpu'
-    return d.get_world_size()
-
-# %% ../nbs/09_torchcore.ipynb #02a8d7bb
-def _dynamo_counter(group, key):
-    from torch._dynamo.utils import counters
-    return int(counters[group][key])
-
-class TorchDevice:
-    "Native PyTorch on the device `torch.accelerator` names (CPU, CUDA, TorchTPU's 'tpu'), one process or one per device (torch.distributed)"
-    name = 'torch'       # the backend this layer serves (families are checked against it)
-    framework = 'torch'  # the compile-cache folder's name
-    attention = 'sdpa'   # transformers' attention kernel: fused scaled-dot-product attention
-    def __init__(self,
-        device=None,        # a device or its name ('cuda', 'cuda:1', 'tpu', 'cpu'); None: `accelerator()`
-        compile:bool|str=False, # `torch.compile` the model with static shapes (one program per batch shape); a string: its mode ('reduce-overhead': CUDA graphs)
-    ):
-        self.device = torch.device(device) if device is not None else accelerator()
-        self.compile, self._compiled = compile, weakref.WeakKeyDictionary()
-
-    def replicas(self)->int: # processes a global batch is split over
-        "The torch.distributed group's size, 1 without one"
-        d = _dist(); return d.get_world_size() if d else 1
-    @property
-    def split(self)->int: return self.replicas()   # this process sees 1/split of each global batch
-    @property
-    def rank(self)->int: d = _dist(); return d.get_rank() if d else 0
-    @property
-    def is_main(self)->bool: return self.rank == 0   # the process that prints and writes
-    def kind(self)->str: # 'CPU:<model> xN', 'CUDA:NVIDIA H100 80GB HBM3', 'TPU:...'
-        "What the device is, for reports, cache keys and the datasheet peak"
-        t = self.device.type
-        if t == 'cpu': return f'CPU:{host_name()}'
-        mod = getattr(torch, t, None)
-        name = mod.get_device_name(self.device) if hasattr(mod, 'get_device_name') else ''
-        return f'{t.upper()}:{name}' if name else t.upper()
-    def describe(self)->str: return f"{self.kind()}, {self.replicas()} process(es)" + (', torch.compile' if self.compile else '')
-
-# %% ../nbs/09_torchcore.ipynb #3dd279f1
-@patch
-def prepare(self:TorchDevice):
-    "Before transformers is imported: keep TensorFlow (and, where it is not in use, torch_xla) out of this process"
-    os.environ.setdefault('USE_TF', '0')
-    if 'torch_xla' not in sys.modules: os.environ.setdefault('USE_TORCH_XLA', '0')   # accelerate would import it
-
-@patch
-def seed(self:TorchDevice, seed:int): torch.manual_seed(seed)   # the CPU's and every accelerator's generator
-
-@patch
-def place_model(self:TorchDevice, model:nn.Module)->nn.Module: return model.to(self.device)
-
-@patch
-def replicate(self:TorchDevice, tensors): pass                  # only SPMD marks tensors
-
-@patch
-def place(self:TorchDevice,
-    batch:dict,        # tensors whose first dimension is the global batch
-    share:bool=True,   # keep only this process's rows (False: all of them, e.g. to predict every row)
-)->dict:
-    "A batch on the device; with several processes, this process's share of its rows"
-    if share and self.split > 1: batch = {n: v.chunk(self.split)[self.rank] for n, v in batch.items()}
-    if self.device.type == 'cuda': batch = {n: v.pin_memory() for n, v in batch.items()}   # else the copy waits for the GPU to finish its queue
-    return {n: v.to(self.device, non_blocking=True) for n, v in batch.items()}
-
-@patch
-def forward(self:TorchDevice, model:nn.Module): # a callable taking a batch
-    "The model, or its `torch.compile`d version (made once per model; static shapes)"
-    if not self.compile: return model
-    if model not in self._compiled:
-        import torch._dynamo.config as dc
-        for k in ('recompile_limit', 'cache_size_limit'):   # a program per bucket, training and predicting
-            if getattr(dc, k, 64) < 64: setattr(dc, k, 64)
-        fn = torch.compile(model, dynamic=False, **({'mode': self.compile} if isinstance(self.compile, str) else {}))
-        if self.compile == 'reduce-overhead':   # CUDA graphs reuse their output buffers: a step marks itself and copies its output out
-            def fn(batch, _f=fn): torch.compiler.cudagraph_mark_step_begin(); return _f(batch).clone()
-        self._compiled[model] = fn
-    return self._compiled[model]
-
-@patch
-def step_end(self:TorchDevice): pass   # eager: every op already ran (torch_xla cuts its graph here)
-
-@patch
-def flush(self:TorchDevice): pass      # nothing is pending between steps
-
-@patch
-def wait(self:TorchDevice):
-    "Wait for the device's queued work (before a timing or a memory reading)"
-    if self.device.type != 'cpu': torch.accelerator.synchronize(self.device)
-
-# %% ../nbs/09_torchcore.ipynb #2a8964b8
-@patch
-def check_precision(self:TorchDevice, cfg:TrainConfig)->TrainConfig:
-    "Refuse a precision this device does not train with"
-    if cfg.precision == 'fp16' and self.device.type != 'cuda':
-        raise ValueError(f"precision='fp16' needs loss scaling and is for CUDA GPUs; on {self.device.type} train in "
-                         "'fp32' or 'bf16' (autocast to bfloat16 with float32 master weights). Use precision='bf16'.")
-    return cfg
-
-@patch
-def autocast(self:TorchDevice, precision:str): # a context manager
-    "Autocast to bfloat16 for 'bf16' (float16 for 'fp16'); nothing for 'fp32'"
-    if precision == 'fp32': return nullcontext()
-    return torch.autocast(self.device.type, dtype=torch.bfloat16 if precision == 'bf16' else torch.float16)
-
-@patch
-def scaler(self:TorchDevice, precision:str): # a `torch.amp.GradScaler`, or None
-    "Loss scaling for float16; bfloat16 has float32's range and needs none"
-    return torch.amp.GradScaler(self.device.type) if precision == 'fp16' else None
-
-# %% ../nbs/09_torchcore.ipynb #bdf5140b
-@patch
-def reduce(self:TorchDevice, opt):
-    "Average the gradients over the processes (one all-reduce of one flat buffer); nothing with one process"
-    d = _dist()
-    if d is None or d.get_world_size() == 1: return
-    grads = [p.grad for g in opt.param_groups for p in g['params'] if p.grad is not None]
-    flat = torch.cat([g.reshape(-1) for g in grads]).div_(d.get_world_size())
-    d.all_reduce(flat)
-    i = 0
-    for g in grads: g.copy_(flat[i:i + g.numel()].view_as(g)); i += g.numel()
-
-@patch
-def mean(self:TorchDevice, x:float)->float: # `x` averaged over the processes
-    "A number averaged over the processes (each process's epoch loss is over its own rows)"
-    d = _dist()
-    if d is None: return float(x)
-    t = torch.tensor([float(x)], dtype=torch.float64, device=self.device)
-    d.all_reduce(t); return float(t.item()) / d.get_world_size()
-
-@patch
-def agree(self:TorchDevice, value): # process 0's `value`, in every process
-    "Process 0's value (the k-fold layer's 'is this fold done?'), so that every process takes the same path"
-    d = _dist()
-    if d is None: return value
-    box = [value]; d.broadcast_object_list(box, src=0); return box[0]
-
-# %% ../nbs/09_torchcore.ipynb #9c15163c
-@patch
-def count_compiles(self:TorchDevice)->int: # programs torch.compile made in this process (0 in eager mode)
-    "Programs compiled (or loaded from the compile cache) by torch.compile in this process"
-    return _dynamo_counter('stats', 'unique_graphs') if self.compile else 0
-
-@patch
-def cache_hits(self:TorchDevice)->int: # of those, the ones AOTAutograd found in its cache
-    "Compiled programs loaded from the compile cache instead of built"
-    return _dynamo_counter('aot_autograd', 'autograd_cache_hit') if self.compile else 0
-
-@patch
-def compile_seconds(self:TorchDevice)->float:
-    "Seconds torch.compile spent in this process (its own timers)"
-    if not self.compile: return 0.0
-    from torch._dynamo.utils import compilation_time_metrics
-    return float(sum(compilation_time_metrics.get('_compile.compile_inner', [])))
-
-@patch
-def use_compile_cache(self:TorchDevice, path=None): # the folder in use, or None
-    "Keep torch.compile's programs in `path` (default: `compile_cache_dir('torch')`); 'off': leave Inductor's own folder"
-    if not self.compile: return None
-    if path is None: path = compile_cache_dir(self.framework)
-    elif str(path).strip().lower() in _OFF: path = None
-    if path is None: return None
-    path = Path(path).expanduser().resolve(); path.mkdir(parents=True, exist_ok=True)
-    os.environ['TORCHINDUCTOR_CACHE_DIR'] = str(path)   # read when Inductor first compiles
-    return path
-
-# %% ../nbs/09_torchcore.ipynb #9274f0eb
-@patch
-def peak_flops(self:TorchDevice,
-    dtype:str='float32',  # 'float32', 'bfloat16' or 'float16'
-    n:int|None=None,      # matmul size (default 1024 on a CPU, 8192 on an accelerator)
-    refresh:bool=False,   # measure again even if cached
-)->float:                 # FLOP/s of one device
-    "The FLOP/s this device reaches on a chain of large matmuls, measured once and cached"
-    if dtype not in ('float32', 'bfloat16', 'float16'): raise ValueError(f"dtype={dtype!r}: use 'float32', 'bfloat16' or 'float16'")
-    n = n or (1024 if self.device.type == 'cpu' else 8192)
-    def measure():
-        g = torch.Generator().manual_seed(0)
-        a = torch.randn(n, n, generator=g).to(self.device, getattr(torch, dtype))
-        b = (torch.randn(n, n, generator=g) / n ** 0.5).to(self.device, getattr(torch, dtype))   # keeps the chain in range
-        def run():
-            c = a
-            for _ in range(8): c = c @ b
-            self.wait()
-        return best_rate(run, 2 * n ** 3 * 8)
-    return cached_peak(f'torch-matmul|{self.kind()}|{dtype}|{n}', measure, refresh)
-
-@patch
-def peak_memory(self:TorchDevice)->int|None: # bytes; None on a CPU
-    "The most device memory this process has held (since the last `reset_peak_memory`)"
-    return None if self.device.type == 'cpu' else int(torch.accelerator.max_memory_allocated(self.device))
-
-@patch
-def reset_peak_memory(self:TorchDevice):
-    if self.device.type != 'cpu': torch.accelerator.reset_peak_memory_stats(self.device)
-
-@patch
-def restore(self:TorchDevice, model:nn.Module, state:dict): model.load_state_dict(state)   # a snapshot of the weights back
-
-@patch
-def free(self:TorchDevice, model:nn.Module|None=None):
-    "Release the model's device memory (the model is unusable afterwards)"
-    if model is not None: self._compiled.pop(model, None); model.to('meta')
-    gc.collect()
-    if self.device.type != 'cpu': torch.accelerator.empty_cache()
-
-# %% ../nbs/09_torchcore.ipynb #f4d268ef
-def device_layer(
-    model:nn.Module|None=None, # a model whose parameters' device decides (None: native torch on `accelerator()`)
-)->TorchDevice:                # `TorchDevice`, or torch_xla's `XlaDevice` for a model on an XLA device
-    "The device layer that reaches the device `model` lives on"
-    dev = next(model.parameters()).device if model is not None else None
-    if dev is not None and dev.type == 'xla':
-        from tpututor.backends.xla import XlaDevice
-        return XlaDevice()
-    return TorchDevice(dev)
-
 # %% ../nbs/09_torchcore.ipynb #51a5cf79
 def _quiet_transformers():
     import transformers
@@ -460,42 +221,6 @@ def param_groups(
     return [dict(params=decay, weight_decay=weight_decay), dict(params=keep, weight_decay=0.0)]
 
 # %% ../nbs/09_torchcore.ipynb #4d422c84
-class AdamW(torch.optim.Optimizer):
-    "AdamW (decoupled weight decay) whose per-step numbers, learning rate and step count, are tensors on the device"
-    def __init__(self,
-        params,             # parameters or parameter groups
-        lr:float=1e-3,      # learning rate (change it per step through `param_groups[i]['lr']`)
-        betas=(0.9, 0.999), # moving-average factors of the gradient and its square
-        eps:float=1e-8,     # added to the denominator
-        weight_decay:float=0.01, # decoupled weight decay
-    ):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
-        for g in self.param_groups:
-            for p in g['params']:
-                z = lambda: torch.zeros(p.shape, dtype=p.dtype).to(p.device)   # sent as data, not built in a graph
-                self.state[p] = dict(step=torch.zeros(1).to(p.device), exp_avg=z(), exp_avg_sq=z())
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for g in self.param_groups:
-            (b1, b2), wd, lrs = g['betas'], g['weight_decay'], {}
-            for p in g['params']:
-                if p.grad is None: continue
-                s = self.state[p]
-                if p.device not in lrs: lrs[p.device] = torch.full((1,), float(g['lr'])).to(p.device)
-                lr = lrs[p.device]
-                s['step'] += 1
-                if wd: p.mul_(1 - lr * wd)
-                s['exp_avg'].lerp_(p.grad, 1 - b1)
-                s['exp_avg_sq'].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-                bc1, bc2 = 1 - b1 ** s['step'], 1 - b2 ** s['step']
-                p.sub_(lr / bc1 * s['exp_avg'] / (s['exp_avg_sq'].sqrt() / bc2.sqrt() + g['eps']))
-
-@patch
-def optimizer(self:TorchDevice, groups:list, lr:float)->torch.optim.Optimizer: # AdamW over `groups`
-    "torch's AdamW, fused into a few kernels on CUDA: one small kernel per tensor and per operation would launch thousands a step"
-    return torch.optim.AdamW(groups, lr=lr, fused=True if self.device.type == 'cuda' else None)
-
 def make_optimizer(model:nn.Module, cfg:TrainConfig, layer:TorchDevice|None=None)->torch.optim.Optimizer:
     "The layer's AdamW over `model`, with `cfg.weight_decay` on the weight matrices only"
     return (layer or device_layer(model)).optimizer(param_groups(model, cfg.weight_decay), cfg.lr)
@@ -563,7 +288,7 @@ def load_weights(model:TaskModel, path)->TaskModel:
     return model
 
 # %% ../nbs/09_torchcore.ipynb #8b3872cf
-def _epoch(
+def train_epoch(
     model:TaskModel, opt:torch.optim.Optimizer, cfg:TrainConfig,
     batches,             # micro-batches already on the device
     lr,                  # f() -> the learning rate of the next optimizer step
@@ -605,7 +330,7 @@ def _epoch(
     if bar is not None: bar.close()
     return [l.item() for l in losses]
 
-def _step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
+def step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
 
 # %% ../nbs/09_torchcore.ipynb #11017687
 def fit_model(
@@ -655,10 +380,10 @@ def fit_model(
         if watchers is not None: watchers.append(w)
         loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
         meter.reset(); t0, hits = time.perf_counter(), layer.cache_hits()
-        losses = _epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer,
+        losses = train_epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer,
                         loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
         secs, hits = time.perf_counter() - t0, layer.cache_hits() - hits
-        loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
+        loop.history.step_loss += step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         vl, ev = None, 0
         if valid is not None:
@@ -668,62 +393,3 @@ def fit_model(
                        val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
     if (mem := layer.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)
     return model, loop.finish()
-
-# %% ../nbs/09_torchcore.ipynb #a135619c
-def _model_key(cfg:TrainConfig)->tuple: return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
-
-class TorchBackend:
-    "Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under torchrun (the `Backend` contract)"
-    name = 'torch'
-    def __init__(self,
-        device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)
-        compile:bool|str=False, # `torch.compile` the model (static shapes: a program per bucket length); a string: its mode, e.g. 'reduce-overhead'
-        verbose:bool=True,  # progress bar and one line per epoch (process 0 alone)
-        compile_cache=None, # folder keeping torch.compile's programs (default: `compile_cache_dir('torch')`); 'off': Inductor's own
-    ):
-        init_distributed(device)   # a torchrun launch: join its process group first
-        self.layer = TorchDevice(device, compile)
-        self.verbose, self.watchers = verbose, []   # the last fit's `CompileWatcher`s, one per epoch
-        self.compile_cache = self.layer.use_compile_cache(compile_cache)
-        self._spare = {}   # compiled: a freed model kept for the next fit of its config, so its programs are reused
-
-    def replicas(self)->int: return self.layer.replicas()
-    @property
-    def is_main(self)->bool: return self.layer.is_main   # process 0 writes the run directory
-    def agree(self, value): return self.layer.agree(value)
-    def describe(self)->str: return self.layer.describe()
-
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
-        "Build `cfg.model` with a new head and train it; (model, History)"
-        self.watchers, key = [], _model_key(cfg)
-        model = self._spare.pop(key, None)
-        if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
-            with torch.no_grad():
-                for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()): t.copy_(v)
-        model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
-        model._cfg_key = key
-        return model, hist
-
-    def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
-        "Predictions, one row per row of `data` in order (every process predicts every row)"
-        return predict(cfg, model, data, self.layer)
-
-    def save(self, model:TaskModel, path)->None: save_weights(model, path)
-
-    def load(self, cfg:TrainConfig, path)->TaskModel:
-        "The model of `cfg` with the weights of `path`, on the device"
-        return self.layer.place_model(load_weights(build_model(cfg, pretrained=False, layer=self.layer), path))
-
-    @property
-    def compile_stats(self): # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing compiles
-        "torch.compile's own counts, for the k-fold layer's compile report"
-        if not self.layer.compile: return None
-        return lambda: dict(compiles=self.layer.count_compiles(), cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
-
-    def free(self, model:TaskModel|None=None)->None:
-        "Release the model's device memory; with torch.compile the last fold's model is kept instead, for the next fold of its config"
-        key = getattr(model, '_cfg_key', None)
-        if self.layer.compile and key is not None:
-            for old in self._spare.values(): self.layer.free(old)
-            self._spare = {key: model}; return
-        self.layer.free(model)

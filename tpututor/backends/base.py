@@ -16,8 +16,8 @@ from ..rundir import atomic_write, RunDirError
 from ..meter import mfu_text
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'Backend', 'get_backend',
-           'BowBackend']
+__all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'Backend',
+           'get_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'cache_hits', 'eval_compiles')
@@ -64,7 +64,7 @@ class History:
                 + pd.DataFrame(self.records, columns=EPOCH_KEYS).set_index('epoch').to_string())
 
 # %% ../../nbs/backends/00_base.ipynb #d1153977
-def _in_notebook()->bool:
+def in_notebook()->bool:
     try: return get_ipython().__class__.__name__ != 'TerminalInteractiveShell'   # noqa: F821
     except NameError: return False
 
@@ -73,7 +73,7 @@ def progress_mode()->str: # 'bar' or 'lines'
     mode = os.environ.get('TPUTUTOR_PROGRESS')
     if mode in ('bar', 'lines'): return mode
     if os.environ.get('IN_TEST'): return 'lines'   # nbdev's test runs: outputs kept in a notebook hold no live widgets
-    return 'bar' if _in_notebook() or sys.stdout.isatty() else 'lines'
+    return 'bar' if in_notebook() or sys.stdout.isatty() else 'lines'
 
 class _NoBar:
     "What `progress` gives where there is nothing to draw"
@@ -88,7 +88,7 @@ def progress(
 ):                      # an object with update(n), set_postfix_str(s), close()
     "A live progress bar in a notebook or terminal; nothing in a log file or pipe (the epoch line is the record there)"
     if not verbose or progress_mode() == 'lines': return _NoBar()
-    if _in_notebook():
+    if in_notebook():
         from tqdm.auto import tqdm
         return tqdm(total=total, desc=desc, leave=False, mininterval=1)
     from tqdm import tqdm
@@ -137,7 +137,7 @@ class EpochLoop:
         val_loss:float|None=None,# validation loss (None: no validation)
         eval_compiles:int=0,     # graphs compiled while validating
         mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
-        cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.meter.compile_cache_dir`)
+        cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.devices.ops.compile_cache_dir`)
     )->bool:                     # True when training should stop
         "Record the epoch, print its line, keep the best weights, decide on early stopping"
         h = self.history
@@ -179,10 +179,10 @@ class Backend(Protocol):
 
 BACKENDS = {   # name -> (module, class, what it is)
     'xla':   ('tpututor.backends.xla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
-    'torch': ('tpututor.torchcore', 'TorchBackend', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
+    'torch': ('tpututor.backends.torch', 'TorchBackend', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
     'keras': ('tpututor.backends.keras', 'KerasBackend', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'),
     'tf':    ('tpututor.backends.tf', 'TfBackend', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
-    'bow':   ('tpututor.backends.base', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),
+    'bow':   ('tpututor.backends.bow', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),
 }
 
 def get_backend(
@@ -193,72 +193,3 @@ def get_backend(
     if name not in BACKENDS: raise ValueError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
     mod, cls, _ = BACKENDS[name]
     return getattr(importlib.import_module(mod), cls)(**kwargs)
-
-# %% ../../nbs/backends/00_base.ipynb #482e1782
-def _bow(enc:Encoded, vocab:int):
-    "Sparse token counts (rows x vocab) of the real tokens of `enc`"
-    from scipy.sparse import csr_matrix
-    m = enc.attention_mask.astype(bool)
-    rows = np.repeat(np.arange(len(enc)), m.sum(1))
-    return csr_matrix((np.ones(m.sum(), np.float32), (rows, enc.input_ids[m])), shape=(len(enc), vocab))
-
-class BowBackend:
-    "Logistic or ridge regression on bag-of-token counts: a CPU baseline that meets the `Backend` contract"
-    name = 'bow'
-    def __init__(self,
-        C:float=1.0,        # inverse regularisation strength
-        vocab:int=32768,    # hashed vocabulary size
-        verbose:bool=True,  # print the epoch line
-    ): self.C, self.vocab, self.verbose = C, vocab, verbose
-    def replicas(self)->int: return 1
-    def _x(self, enc): return _bow(Encoded(enc.input_ids % self.vocab, enc.attention_mask), self.vocab)
-
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
-        from sklearn.linear_model import LogisticRegression, Ridge
-        if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
-        n = check_inputs(cfg, train); y = check_targets(cfg, y_train, n)
-        yv = check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation')) if valid is not None else None
-        loop = EpochLoop(cfg, verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1, train_rows=n)
-        t0 = time.perf_counter()
-        if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
-            from scipy.sparse import vstack
-            d = self._x(train[0]) - self._x(train[1])
-            m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
-        elif cfg.spec.targets == 'classes':
-            m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs', max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
-        else: m = Ridge(alpha=1 / self.C).fit(self._x(train), y)
-        secs = time.perf_counter() - t0
-        loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
-        loop.history.step_loss.append(loss)
-        for _ in loop:
-            loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(yv, self.predict(cfg, m, valid), cfg.margin))
-        return m, loop.finish()
-
-    def predict(self, cfg:TrainConfig, m, data:Inputs)->np.ndarray:
-        check_inputs(cfg, data, 'predict')
-        if cfg.spec.targets is None:
-            if isinstance(data, tuple): return np.stack([self.predict(cfg, m, d)[:, 0] for d in data], 1)
-            return (self._x(data) @ m.coef_[0])[:, None].astype(np.float32)
-        x = self._x(data)
-        if cfg.spec.targets == 'classes': return m.predict_proba(x).astype(np.float32)
-        p = m.predict(x).reshape(len(data), -1).astype(np.float32)
-        return np.clip(p, 0, 1) if cfg.spec.targets == 'unit' else p
-
-    def save(self, m, path):
-        from safetensors.numpy import save_file
-        ts = {'coef': np.ascontiguousarray(m.coef_, dtype=np.float32), 'intercept': np.atleast_1d(np.asarray(m.intercept_, np.float32))}
-        if hasattr(m, 'classes_'): ts['classes'] = np.asarray(m.classes_, np.int64)
-        atomic_write(path, lambda t: save_file(ts, t))
-
-    def load(self, cfg:TrainConfig, path):
-        from safetensors.numpy import load_file
-        from sklearn.linear_model import LogisticRegression, Ridge
-        try: ts = load_file(str(path))
-        except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
-        m = LogisticRegression() if 'classes' in ts else Ridge()
-        m.coef_, m.intercept_ = ts['coef'], ts['intercept'] if len(ts['intercept']) > 1 or 'classes' in ts else ts['intercept'][0]
-        if 'classes' in ts: m.classes_ = ts['classes']
-        if cfg.spec.targets is None: m.coef_ = ts['coef'].reshape(1, -1)
-        return m
-
-    def free(self, m=None): pass

@@ -10,23 +10,25 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from ..devices.jax import import_keras, keep_tf_out, count_compiles, count_cache_hits, compile_seconds, use_compile_cache, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
-from ..config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
+from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from ..encoding import choose_buckets, assign_buckets, bucket_batches
 from ..models.hub import resolve_model, has_weights
-from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution
+from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
 from ..models.families import model_config, check_family, keras_preset_name
 from ..models.convert import converter_for
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
 from ..rundir import atomic_write
 from .. import tfkeras
-from .tf import prediction_batches, _row_flops   # batch planning, FLOPs per row, weight loading: framework-free, shared with the tf backend
+from ..encoding import prediction_batches   # batch planning, FLOPs per row, weight loading: framework-free, shared with the tf backend
+from ..config import row_flops
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'sequence_output', 'input_fields', 'build_model',
-           'scorer', 'backbone_of', 'per_example_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer',
-           'optimizer_state', 'train_batches', 'data_parallel', 'n_devices', 'n_replicas', 'describe', 'predict',
-           'fit_model', 'refuse_if_too_big', 'save_weights', 'load_weights', 'KerasBackend']
+__all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'sequence_output',
+           'input_fields', 'build_model', 'scorer', 'per_example_loss', 'lr_schedule', 'make_optimizer',
+           'restart_optimizer', 'optimizer_state', 'train_batches', 'data_parallel', 'distributed', 'n_devices',
+           'n_replicas', 'describe', 'predict', 'fit_model', 'refuse_if_too_big', 'xla_memory', 'save_weights',
+           'load_weights', 'KerasBackend']
 
 # %% ../../nbs/backends/02_keras.ipynb #cccba99e
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
@@ -91,7 +93,7 @@ def load_backbone(
     _HF_CONFIGS[bb] = config
     return bb
 
-def _backbone_cls(cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
+def backbone_class(cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
     "The backbone class of `cfg.model`, known before any weight is made (for its layout map)"
     config = model_config(preset_of(cfg.model).removeprefix('hf://'))
     conv = converter_for(config) if config is not None else None
@@ -167,11 +169,6 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharin
     return _SCORERS[model]
 
 def _pool_of(model): return next(l for l in model.layers if l.name in ('mean_pool', 'last_token'))
-
-def backbone_of(model): # the KerasHub backbone inside a model from `build_model`
-    "The encoder layer of a model built by `build_model`"
-    import keras_hub
-    return next(l for l in model.layers if isinstance(l, keras_hub.models.Backbone))
 
 # %% ../../nbs/backends/02_keras.ipynb #d09c796b
 _LOSSES = {   # `Task.loss` -> f(ops, y_true, y_pred, margin): one loss per row, from the head's activated outputs
@@ -287,7 +284,7 @@ def data_parallel(
     return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)   # each process feeds its own rows (`local_rows`)
 
 @contextlib.contextmanager
-def _distributed(dist):
+def distributed(dist):
     "Make `dist` Keras' distribution inside the block (nothing for None)"
     keras = import_keras()
     old = keras.distribution.distribution()
@@ -406,7 +403,7 @@ def fit_model(
 )->tuple:                # (model, `History`)
     "Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
     keras = import_keras()
-    from tpututor.devices.xla import CompileWatcher
+    from tpututor.devices.compiles import CompileWatcher
     reps, devs = n_replicas(), n_devices()
     n = check_inputs(cfg, train)
     y = check_targets(cfg, y_train, n)
@@ -437,8 +434,8 @@ def fit_model(
     dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
     sheet = datasheet_peak(_jax_kind(), 'bf16' if bf16 else cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
     meter = Throughput(dims, peak, sheet and sheet * devs)
-    row_flops = _row_flops(cfg, train, dims)
-    step_flops = row_flops and batch * row_flops / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
+    per_row = row_flops(cfg, train, dims)
+    step_flops = per_row and batch * per_row / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
                      steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * devs,
                      devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
@@ -503,6 +500,43 @@ def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub 
     return SimpleNamespace(hidden_size=c['hidden_dim'], num_hidden_layers=c['num_layers'], intermediate_size=c['intermediate_dim'],
                            vocab_size=c['vocabulary_size'], num_attention_heads=c['num_heads'])
 
+# %% ../../nbs/backends/02_keras.ipynb #a81e945f
+def xla_memory(
+    cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
+    batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
+    max_len:int,      # tokens per row
+    distribution=None, # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device runs it
+)->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
+    "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
+    from tpututor.backends.keras import build_model, make_optimizer, per_example_loss, on_jax, distributed
+    if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
+    import jax, jax.numpy as jnp
+    with distributed(distribution):
+        model = build_model(cfg)
+        opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
+    loss = per_example_loss(cfg)
+    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
+             [v.value for v in opt.variables])
+    reps, sh = 1, None
+    if distribution is not None:   # each replica's rows on its row of the mesh
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        mesh = distribution.device_mesh
+        reps = mesh.shape[list(mesh.axis_names).index(distribution.batch_dim_name)]
+        sh = NamedSharding(mesh.backend_mesh, P(distribution.batch_dim_name))
+    x = {k: jax.ShapeDtypeStruct((batch_size * reps, max_len), jnp.int32, sharding=sh) for k in model.input}
+    y = jax.ShapeDtypeStruct((batch_size * reps,), jnp.int32, sharding=sh)
+    def loss_of(tv, ntv, x, y):
+        p, ntv = model.stateless_call(tv, ntv, x, training=True)
+        return loss(y, p).mean(), ntv
+    def step(tv, ntv, ov, x, y):
+        (l, ntv), g = jax.value_and_grad(loss_of, has_aux=True)(tv, ntv, x, y)
+        tv, ov = opt.stateless_apply(ov, g, tv)
+        return l, tv, ntv, ov
+    m = jax.jit(step, donate_argnums=(0, 1, 2)).lower(*state, x, y).compile().memory_analysis()
+    out = dict(arguments=m.argument_size_in_bytes, temporaries=m.temp_size_in_bytes, outputs=m.output_size_in_bytes,
+               aliased=m.alias_size_in_bytes)
+    return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
+
 # %% ../../nbs/backends/02_keras.ipynb #a3dc71de
 def save_weights(
     model,   # a model from `build_model` / `fit_model`
@@ -551,25 +585,25 @@ class KerasBackend:
         if cfg is None or cfg.model_parallel == 1: return dist
         if not on_jax(): raise ValueError(f"model_parallel={cfg.model_parallel} needs Keras on JAX (KERAS_BACKEND=jax), not {import_keras().backend.backend()}")
         key = (cfg.model_parallel, cfg.model)
-        if key not in self._mesh: self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, _backbone_cls(cfg))}
+        if key not in self._mesh: self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, backbone_class(cfg))}
         return self._mesh[key]
     def replicas(self)->int:
-        with _distributed(self.distribution): return n_devices()
+        with distributed(self.distribution): return n_devices()
     @property
     def is_main(self)->bool: return main_process()   # process 0 (of a multi-host run) writes the run directory
     def agree(self, value): return agree(value)       # process 0's value, in every process
     def describe(self)->str:
-        with _distributed(self.distribution): return describe()
+        with distributed(self.distribution): return describe()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
         spare = self._take(cfg)   # first: releasing another config's spare clears Keras' session, and with it the distribution
-        with _distributed(self.distribution_for(cfg)):
+        with distributed(self.distribution_for(cfg)):
             return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=spare)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
-        with _distributed(self.distribution_for(cfg)): return predict(cfg, model, data)
+        with distributed(self.distribution_for(cfg)): return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
     def load(self, cfg:TrainConfig, path):
         spare = self._take(cfg)   # before the distribution is set (see `fit`)
-        with _distributed(self.distribution_for(cfg)): return load_weights(spare or build_model(cfg), path)
+        with distributed(self.distribution_for(cfg)): return load_weights(spare or build_model(cfg), path)
     def free(self, model=None):
         "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
         if model is not None and model in _RESTART: self._spare = model; return

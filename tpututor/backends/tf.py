@@ -10,19 +10,19 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from ..devices.frameworks import import_tf
-from ..config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
-from ..encoding import choose_buckets, assign_buckets, bucket_batches
+from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
+from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.families import check_family
 from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
-from ..rundir import atomic_write, RunDirError
+from ..rundir import atomic_write, RunDirError, assign_weights
 
 # %% auto #0
 __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',
-           'train_dataset', 'prediction_batches', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict',
-           'save_weights', 'load_weights', 'TfBackend']
+           'train_dataset', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict', 'save_weights', 'load_weights',
+           'TfBackend']
 
 # %% ../../nbs/backends/05_tf.ipynb #a5370d96
 def _dropout_fields(config):
@@ -150,14 +150,6 @@ def _gather_dataset(x:dict, y, batches):
         return f if ys is None else (f, tf.gather(ys, i))
     return tf.data.Dataset.from_tensor_slices((idx, lens)).map(get, num_parallel_calls=tf.data.AUTOTUNE)
 
-def _row_flops(cfg, data:Inputs, dims:dict)->float:
-    "Mean training FLOPs of one row at the padded length `train_dataset` gives it (both texts of a pair); None when `dims` is"
-    if dims is None: return None
-    lengths, w = row_lengths(data), width(data)
-    buckets = length_plan(cfg, data)
-    padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
-    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))   # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
-
 def train_dataset(
     cfg:TrainConfig,   # buckets, epochs, seed
     data:Inputs,       # `Encoded`, or a pair of them
@@ -182,21 +174,6 @@ def train_dataset(
     return ds.prefetch(tf.data.AUTOTUNE), len(epochs[0])
 
 # %% ../../nbs/backends/05_tf.ipynb #47b1342f
-def prediction_batches(
-    lengths:np.ndarray,  # real tokens per row
-    batch:int,           # global batch size
-    buckets:list,        # bucket lengths ([max_len] for a fixed length)
-)->list:                 # (length, row indices padded to `batch`, number of real rows)
-    "Full batches covering every row once, each from one bucket; the last of each bucket padded with its first row"
-    which = assign_buckets(lengths, buckets)
-    plan = []
-    for b, L in enumerate(buckets):
-        rows = np.flatnonzero(which == b)
-        for i in range(0, len(rows), batch):
-            part = rows[i:i + batch]
-            plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
-    return plan
-
 def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
     lengths, w = row_lengths(data), width(data)
@@ -411,8 +388,8 @@ def fit_model(
     dims = model_dims(enc.config)
     sheet = datasheet_peak(_tf_kind(strategy), cfg.precision) if mfu else None   # None on a CPU (and a TPU: TensorFlow names no TPU kind)
     meter = Throughput(dims, peak, sheet and sheet * reps)
-    row_flops = _row_flops(cfg, train, dims)
-    step_flops = row_flops and batch * row_flops / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
+    per_row = row_flops(cfg, train, dims)
+    step_flops = per_row and batch * per_row / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
     epochs = EpochLoop(cfg, model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch,
                        steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
@@ -453,26 +430,13 @@ def save_weights(
     tensors = {w.name: np.ascontiguousarray(w.numpy()) for w in model.weights}
     return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras'}))
 
+# %% ../../nbs/backends/05_tf.ipynb #1d5567d5
 def load_weights(
     model,   # a freshly built model of the same config
     path,    # a file written by `save_weights`
-    key=lambda w: w.name, # a weight's key in the file (Keras 3 keys by `w.path`)
 ):           # `model`, with the weights assigned
     "Assign the weights in a safetensors file to `model` by name, checking names and shapes"
-    from safetensors.numpy import load_file
-    try: tensors = load_file(str(path))
-    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
-    names = {key(w) for w in model.weights}
-    missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
-    if missing or extra:
-        raise ValueError(f"{path} does not match the model: missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                         f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the same config (model, task, n_outputs)?")
-    for w in model.weights:
-        t = tensors[key(w)]
-        if tuple(w.shape) != t.shape:
-            raise ValueError(f"{path}: weight {key(w)} has shape {t.shape} in the file but {tuple(w.shape)} in the model: the configs differ")
-        w.assign(t)
-    return model
+    return assign_weights(model, path)
 
 # %% ../../nbs/backends/05_tf.ipynb #8ae6b9a6
 class TfBackend:

@@ -15,104 +15,18 @@ import torch
 from torch import nn
 from ..devices.frameworks import import_xla
 from ..config import TrainConfig, Inputs, check_targets, check_inputs, n_rows, width, lr_at
-from ..devices.xla import (CompileWatcher, compiles_during, count_compiles, count_cache_hits, use_compile_cache, compile_cache_status,
-                  spmd_mesh, shard_batch, peak_flops, device_kind, _metric)
-from ..meter import compile_cache_dir
+from ..devices.compiles import CompileWatcher, compiles_during
+from ..devices.xla import count_compiles, count_cache_hits, use_compile_cache, compile_cache_status, spmd_mesh, shard_batch, peak_flops, device_kind, metric
+from ..devices.ops import compile_cache_dir
 from ..rundir import write_json, read_json
+from ..devices.xla import XlaDevice, check_precision, xla_model
 from .base import EpochLoop, History
 from .. import torchcore
-from ..torchcore import (TorchDevice, TaskModel, EncodedDataset, AdamW, make_optimizer, save_weights, load_weights,
-                                _epoch, _step_losses, _as_is)
+from ..devices.torch import TorchDevice, AdamW
+from ..torchcore import TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights, train_epoch, step_losses, as_is
 
 # %% auto #0
-__all__ = ['check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate', 'XlaDevice', 'build_model', 'fit_model',
-           'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
-
-# %% ../../nbs/backends/04_xla.ipynb #96dfd0bc
-def check_precision(cfg:TrainConfig)->TrainConfig:
-    "Refuse precisions the XLA backend does not train with"
-    if cfg.precision == 'fp16':
-        raise ValueError("precision='fp16' is for GPUs (it needs loss scaling); the xla backend trains in 'fp32' or "
-                         "'bf16' (autocast to bfloat16 with float32 master weights, the TPU way). Use precision='bf16'.")
-    return cfg
-
-def autocast_for(cfg:TrainConfig): # a context manager
-    "bf16 autocast on the XLA device when `cfg.precision == 'bf16'`, else nothing"
-    return torch.autocast('xla', dtype=torch.bfloat16) if cfg.precision == 'bf16' else nullcontext()
-
-# %% ../../nbs/backends/04_xla.ipynb #a3eb12cc
-def to_device(batch:dict, mesh=None)->dict:
-    "A batch on the XLA device; with a `mesh`, split along its first dimension over the mesh's devices (SPMD)"
-    if mesh is not None: return shard_batch(batch, mesh)
-    d = import_xla().device()
-    return {k: v.to(d) for k, v in batch.items()}
-
-def n_devices(mesh=None)->int: # devices a batch is split over
-    "1 without a mesh, else the mesh's size"
-    return 1 if mesh is None else int(np.prod(list(dict(mesh.shape()).values())))
-
-def replicate(tensors, mesh):
-    "Mark `tensors` as replicated on every device of `mesh` (without it, SPMD compiles step 2 again)"
-    import torch_xla.distributed.spmd as xs
-    for t in tensors:
-        if t.device.type == 'xla': xs.mark_sharding(t, mesh, (None,) * t.dim())
-
-def _restore(model, state:dict, mesh=None):
-    "Put a snapshot of the weights back as plain transfers, replicated again on `mesh`, so that prediction runs the graph it compiled before"
-    live = model.state_dict(keep_vars=True)
-    if set(live) != set(state): raise KeyError(f"the snapshot's weights differ from the model's: {sorted(set(live) ^ set(state))[:5]}")
-    with torch.no_grad():   # not load_state_dict: its in-place copies would ride along as new ops in the next graph
-        for k, t in live.items(): t.data = state[k].to(t.device)
-    if mesh is not None: replicate([*model.parameters(), *model.buffers()], mesh)
-
-# %% ../../nbs/backends/04_xla.ipynb #3b8ae437
-def _xm(): import_xla(); return importlib.import_module('torch_xla.core.xla_model')
-
-class XlaDevice(TorchDevice):
-    "The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD over a mesh, or one process per core"
-    name, framework = 'xla', 'torch_xla'
-    attention = 'eager'   # SDPA's mask check fetches a value mid-step: two graphs per step (section 1)
-    def __init__(self,
-        mesh=None,           # SPMD mesh from `spmd_mesh` (None: one device)
-        per_core:bool=False, # one process per core (`torch_xla.launch`): gradients averaged with `xm.reduce_gradients`
-    ):
-        self.tx, self.mesh, self.per_core = import_xla(), mesh, per_core
-        self.compile, self._compiled = False, weakref.WeakKeyDictionary()   # XLA compiles the graphs itself
-    @property
-    def device(self): return self.tx.device()   # touched only when used: SPMD must be switched on first
-    def replicas(self)->int: return importlib.import_module('torch_xla.runtime').world_size() if self.per_core else n_devices(self.mesh)
-    @property
-    def split(self)->int: return 1   # SPMD splits a global batch itself; per core, the sampler picks each core's rows
-    @property
-    def rank(self)->int: return importlib.import_module('torch_xla.runtime').global_ordinal() if self.per_core else 0
-    def kind(self)->str: return device_kind()
-    def describe(self)->str: return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
-    def prepare(self): import_xla()   # before transformers: keeps TensorFlow out of this process
-    def seed(self, seed:int): torch.manual_seed(seed); _xm().set_rng_state(seed)
-    def replicate(self, tensors):
-        if self.mesh is not None: replicate(tensors, self.mesh)
-    def place(self, batch:dict, share:bool=True)->dict: return to_device(batch, self.mesh)
-    def check_precision(self, cfg:TrainConfig)->TrainConfig: return check_precision(cfg)
-    def autocast(self, precision:str): return torch.autocast('xla', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
-    def scaler(self, precision:str): return None
-    def optimizer(self, groups:list, lr:float)->AdamW: return AdamW(groups, lr=lr)   # its numbers stay data: one graph for every step
-    def reduce(self, opt):
-        if self.per_core: _xm().reduce_gradients(opt)   # average the gradients over all cores
-    def mean(self, x:float)->float: return float(_xm().mesh_reduce('loss', float(x), np.mean)) if self.per_core else float(x)
-    def step_end(self): self.tx.sync()   # cut the step's graph: compiled the first time, run every time
-    def flush(self): self.tx.sync()
-    def wait(self): _xm().wait_device_ops()
-    def count_compiles(self)->int: return count_compiles() + count_cache_hits()   # a new graph costs a compile or a cache load
-    def cache_hits(self)->int: return count_cache_hits()
-    def compile_seconds(self)->float: return _metric('CompileTime')[1]
-    def use_compile_cache(self, path=None): return use_compile_cache(path)
-    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float: return peak_flops(dtype, n, refresh=refresh)
-    def peak_memory(self): return None
-    def restore(self, model:nn.Module, state:dict): _restore(model, state, self.mesh)
-    def free(self, model:nn.Module|None=None):
-        "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
-        if model is not None: model.to('meta')
-        gc.collect(); self.tx.sync(); self.wait()
+__all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
 
 # %% ../../nbs/backends/04_xla.ipynb #8b2632db
 def build_model(cfg:TrainConfig, pretrained:bool=True)->TaskModel: # on the CPU; move it with `.to(device)`
@@ -182,7 +96,7 @@ class XlaBackend:
 
     def compile_stats(self)->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
         "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
-        n, secs = _metric('CompileTime')
+        n, secs = metric('CompileTime')
         return dict(compiles=n + count_cache_hits(), cache_hits=count_cache_hits(), seconds=secs)
 
     def free(self, model:TaskModel|None=None)->None:
@@ -209,7 +123,7 @@ def fit_per_core(
     model = build_model(cfg).to(dev); model.buckets = [width(train)]
     ds = EncodedDataset(train, check_targets(cfg, y_train, n))
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
-    loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=_as_is)
+    loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=as_is)
     steps = len(loader) // cfg.grad_accum
     total, peak = steps * cfg.epochs, cfg.lr * (world if cfg.scale_lr else 1)
     opt = make_optimizer(model, cfg, layer)
@@ -222,9 +136,9 @@ def fit_per_core(
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
         w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
         t0, hits = time.perf_counter(), count_cache_hits()
-        losses = _epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
+        losses = train_epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
         secs = time.perf_counter() - t0
-        loop.history.step_loss += _step_losses(losses, cfg.grad_accum)
+        loop.history.step_loss += step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
         loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * cfg.batch_size * world, compiles=w.compiles,
@@ -233,7 +147,7 @@ def fit_per_core(
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')
         write_json(Path(out_dir) / 'history.json', hist.to_dict())
-    _xm().rendezvous('tpututor_saved')
+    xla_model().rendezvous('tpututor_saved')
 
 def launch_fit(
     cfg:TrainConfig,  # the run's settings (`batch_size` per core)

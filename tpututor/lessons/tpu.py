@@ -8,10 +8,10 @@ Docs: https://tpututor.github.io/tpututor/lessons/tpu.html.md"""
 from __future__ import annotations
 import math
 import numpy as np
+from ..specs import TPU_SPECS, tpu_spec, tpu_table, mxu_size
 
 # %% auto #0
-__all__ = ['TPU_SPECS', 'pad_to_multiple', 'systolic_matmul', 'layer_flops', 'tpu_table', 'mxu_size', 'tpu_spec', 'chip_picture',
-           'mxu_utilisation']
+__all__ = ['pad_to_multiple', 'systolic_matmul', 'layer_flops', 'chip_picture', 'mxu_utilisation']
 
 # %% ../../nbs/lessons/00_tpu.ipynb #762f2ffe
 def _check_int(name, v, least):
@@ -95,66 +95,6 @@ def layer_flops(
            ('residual additions', 'VPU', 2 * T*H), ('LayerNorm x 2', 'VPU', 2 * 7 * T*H)]
     return [dict(op=o, unit=u, flops=f) for o, u, f in ops]
 
-# %% ../../nbs/lessons/00_tpu.ipynb #f7069dbc
-_V5E = dict(cores_per_chip=1, devices_per_chip=1, mxus_per_core=4, mxu='128x128', device_kind='TPU v5 lite',
-            hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
-            vmem_mib=128, ici_links=4, ici_gbps_per_link=45, pcie_gbps_per_chip=15, source='https://cloud.google.com/tpu/docs/v5e')
-# Links (the JAX scaling book's TPU chapter, https://jax-ml.github.io/scaling-book/tpus/): ICI GB/s per link one way,
-# links per chip (2-D torus 4, 3-D torus 6), PCIe GB/s per chip, VMEM MiB per TensorCore; missing: not published there
-TPU_SPECS = [
-    dict(accelerator='v5e-8', where='Kaggle (TPU VM v5e-8)', chips=8, **_V5E),
-    dict(accelerator='v5e-1', where='Colab (TPU v5e-1)', chips=1, **_V5E),
-    dict(accelerator='v6e-8', where='Cloud TPU VM (Trillium)', chips=8, cores_per_chip=1, devices_per_chip=1,
-         mxus_per_core=4, mxu='256x256', device_kind='TPU v6 lite', hbm_gb_per_chip=32, hbm_gbps_per_chip=1640,
-         peak_bf16_tflops_per_chip=918, ici_links=4, ici_gbps_per_link=90, pcie_gbps_per_chip=32,
-         source='https://cloud.google.com/tpu/docs/v6e'),
-    dict(accelerator='v5p-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
-         mxu='128x128', device_kind='TPU v5', hbm_gb_per_chip=95, hbm_gbps_per_chip=2765,
-         peak_bf16_tflops_per_chip=459, ici_links=6, ici_gbps_per_link=90, source='https://cloud.google.com/tpu/docs/v5p'),
-    dict(accelerator='v4-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
-         mxu='128x128', device_kind='TPU v4', hbm_gb_per_chip=32, hbm_gbps_per_chip=1200,
-         peak_bf16_tflops_per_chip=275, ici_links=6, ici_gbps_per_link=45, pcie_gbps_per_chip=16,
-         source='https://cloud.google.com/tpu/docs/v4'),
-    dict(accelerator='v3-8', where='older Kaggle and Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
-         mxus_per_core=2, mxu='128x128', device_kind='TPU v3', hbm_gb_per_chip=32, hbm_gbps_per_chip=900,
-         peak_bf16_tflops_per_chip=123, ici_links=4, ici_gbps_per_link=100, source='https://cloud.google.com/tpu/docs/v3'),
-    dict(accelerator='v2-8', where='older Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
-         mxus_per_core=1, mxu='128x128', device_kind='TPU v2', hbm_gb_per_chip=16, hbm_gbps_per_chip=None,
-         peak_bf16_tflops_per_chip=45,
-         source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, Jouppi et al. 2020'),
-]
-
-# %% ../../nbs/lessons/00_tpu.ipynb #345a2bfc
-def _macs_per_cycle(row):
-    "Multiply-adds per cycle of one chip's MXUs"
-    return row['cores_per_chip'] * row['mxus_per_core'] * math.prod(int(x) for x in row['mxu'].split('x'))
-
-def tpu_table(
-    specs:list|None=None, # rows like those of `TPU_SPECS` (default: `TPU_SPECS`)
-):                        # a pandas DataFrame, one row per accelerator
-    "`TPU_SPECS` with what a program sees derived: devices, HBM and peak per chip and per device and in total, implied MXU clock"
-    import pandas as pd
-    df = pd.DataFrame(TPU_SPECS if specs is None else specs)
-    df['devices'] = df.chips * df.devices_per_chip
-    df['hbm_gb_per_device'] = df.hbm_gb_per_chip / df.devices_per_chip
-    df['hbm_gb_total'] = df.hbm_gb_per_chip * df.chips
-    df['peak_tflops_per_device'] = df.peak_bf16_tflops_per_chip / df.devices_per_chip
-    df['peak_tflops_total'] = df.peak_bf16_tflops_per_chip * df.chips
-    macs = df.apply(_macs_per_cycle, axis=1)
-    df['implied_clock_ghz'] = (df.peak_bf16_tflops_per_chip * 1e12 / (2 * macs) / 1e9).round(2)
-    return df
-
-# %% ../../nbs/lessons/00_tpu.ipynb #eeabeea6
-def mxu_size(
-    name:str, # an accelerator ('v6e-8'), its generation ('v6e') or a JAX device_kind ('TPU v6 lite')
-)->int:       # the side of its MXU: 128, or 256 on v6e
-    "The MXU size to pad matmul dimensions to on the TPU `name`, from `TPU_SPECS`"
-    for r in TPU_SPECS:
-        if name in (r['accelerator'], r['accelerator'].split('-')[0], r['device_kind']): return int(r['mxu'].split('x')[0])
-    known = sorted({r['accelerator'] for r in TPU_SPECS} | {r['accelerator'].split('-')[0] for r in TPU_SPECS})
-    raise ValueError(f"Unknown TPU {name!r}: use an accelerator or generation such as {known}, "
-                     f"or a JAX device_kind such as {sorted({r['device_kind'] for r in TPU_SPECS})}")
-
 # %% ../../nbs/lessons/00_tpu.ipynb #34686bef
 def _grid(chips:int)->tuple: return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
 
@@ -207,14 +147,6 @@ def _draw_slice(ax, r):
     ax.set(xlim=(-0.3, max(cols * 2, 4)), ylim=(-1.0, rows * 2 + 2.3)); ax.set_axis_off()
 
 # %% ../../nbs/lessons/00_tpu.ipynb #16264f13
-def tpu_spec(
-    accelerator:str, # a row of `TPU_SPECS`: 'v5e-8', 'v5e-1', 'v6e-8', ...
-)->dict:             # that row
-    "The `TPU_SPECS` row of `accelerator`; a ValueError naming the known ones"
-    rows = {r['accelerator']: r for r in TPU_SPECS}
-    if accelerator not in rows: raise ValueError(f"Unknown accelerator {accelerator!r}: use one of {sorted(rows)}")
-    return rows[accelerator]
-
 def chip_picture(
     accelerator:str='v5e-8', # a row of `TPU_SPECS` ('v5e-8', 'v6e-8', ...)
 ):                           # a matplotlib Figure: the chip on the left, its slice on the right

@@ -8,12 +8,10 @@ Docs: https://tpututor.github.io/tpututor/models/families.html.md"""
 from __future__ import annotations
 import json
 from pathlib import Path
-from .hub import resolve_model, train_tokenizer, _SPECIALS
+from .hub import resolve_model
 
 # %% auto #0
-__all__ = ['FAMILIES', 'DECODERS', 'BACKENDS', 'family_of', 'backends_for', 'keras_preset_name', 'model_config', 'check_family',
-           'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model',
-           'tpu_rows']
+__all__ = ['FAMILIES', 'DECODERS', 'family_of', 'backends_for', 'keras_preset_name', 'model_config', 'check_family']
 
 # %% ../../nbs/models/01_families.ipynb #70341bac
 FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind, backends that run it
@@ -54,7 +52,7 @@ def backends_for(family:str|None)->tuple: # names of the backends that run `fami
     return known[family]['backends'] if family in known else ('xla', 'torch', 'bow')
 
 # %% ../../nbs/models/01_families.ipynb #12171513
-BACKENDS = ('keras', 'xla', 'torch', 'tf', 'bow')   # the backends tpututor ships
+_SHIPPED = {b for d in (FAMILIES | DECODERS).values() for b in d['backends']} | {'xla', 'torch', 'bow'}   # every backend a family names
 
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
     "Is `name` a KerasHub preset name rather than a Hugging Face hub id?"
@@ -78,175 +76,10 @@ def check_family(
     config = model_config(model)
     if config is None: return None
     fam = family_of(config)
-    if backend not in BACKENDS or backend in backends_for(fam) or (fam not in FAMILIES | DECODERS and backend != 'keras'): return fam
+    if backend not in _SHIPPED or backend in backends_for(fam) or (fam not in FAMILIES | DECODERS and backend != 'keras'): return fam
     runs = [b for b in backends_for(fam) if b != 'bow']
     what = f"{fam} ({model})" if fam else f"model type {config.get('model_type')!r} ({model})"
     why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints", 'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
     if fam in DECODERS: why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
     raise ValueError(f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
                      f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")
-
-# %% ../../nbs/models/01_families.ipynb #342051b4
-def _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs):
-    "A decoder's config at a tiny size, with its real switches: grouped-query attention (kv heads fewer than heads), Gemma's single kv head and tanh GELU, Qwen's tied embeddings"
-    from transformers import AutoConfig
-    c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=max(1, heads // 2),
-             intermediate_size=2 * hidden, max_position_embeddings=max_len, pad_token_id=0, eos_token_id=1, bos_token_id=2)   # `_SPECIALS['decoder']`
-    c |= {'gemma':   dict(num_key_value_heads=1, head_dim=hidden // heads, hidden_activation='gelu_pytorch_tanh'),
-          'qwen':    dict(tie_word_embeddings=True),
-          'llama':   dict(tie_word_embeddings=False),
-          'mistral': dict(tie_word_embeddings=False, sliding_window=None)}[family] | kwargs
-    return AutoConfig.for_model(DECODERS[family]['model_types'][0], **c)
-
-def tiny_family_config(
-    family:str,           # a key of `FAMILIES` or `DECODERS`
-    vocab_size:int=500,   # must match the tokenizer's vocabulary
-    hidden:int=32,        # hidden size (a multiple of `heads`)
-    layers:int=2,         # transformer layers
-    heads:int=2,          # attention heads
-    max_len:int=64,       # longest sequence the positions cover
-    **kwargs,             # any other config field
-):                        # a transformers config of the family's class with its real settings, at a tiny size
-    "A tiny config of any family, with the switches its real checkpoints have"
-    from transformers import AutoConfig
-    if family in DECODERS: return _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs)
-    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES) + list(DECODERS)}, got {family!r}")
-    bert_ids = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3)   # [PAD] [UNK] [CLS] [SEP] [MASK], as `train_tokenizer` numbers them
-    c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-             intermediate_size=4 * hidden, max_position_embeddings=max_len, **bert_ids)
-    c |= {'roberta':     dict(max_position_embeddings=max_len + 2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1),
-          'xlm-roberta': dict(max_position_embeddings=max_len + 2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1),
-          'distilbert':  dict(dim=hidden, n_layers=layers, n_heads=heads, hidden_dim=4 * hidden),
-          'albert':      dict(embedding_size=hidden // 2, hidden_act='gelu_new'),
-          'electra':     dict(embedding_size=hidden // 2),
-          'deberta-v3':  dict(relative_attention=True, position_buckets=16, max_relative_positions=-1, pos_att_type=['p2c', 'c2p'],
-                              norm_rel_ebd='layer_norm', share_att_key=True, position_biased_input=False, type_vocab_size=0),
-          'modernbert':  dict(intermediate_size=2 * hidden, global_attn_every_n_layers=2, local_attention=16, cls_token_id=2,
-                              sep_token_id=3, global_rope_theta=160000.0, local_rope_theta=10000.0),
-         }.get(family, {}) | kwargs
-    return AutoConfig.for_model(FAMILIES[family]['model_type'], **c)
-
-def tiny_checkpoint(
-    path:str|Path,        # folder to write (created)
-    texts,                # texts to train the tokenizer on
-    family:str='bert',    # a key of `FAMILIES`
-    form:str='hub',       # 'hub': saved from the pre-training class (prefixed names); 'bare': `AutoModel`
-    seed:int=0,           # random weights from this seed
-    **kwargs,             # passed to `tiny_family_config` (hidden, layers, heads, max_len, ...)
-)->Path:                  # `path`: config.json, tokenizer files and model.safetensors
-    "A tiny random checkpoint of `family`, saved as the hub saves it or as a bare encoder"
-    import torch, transformers
-    from transformers import PreTrainedTokenizerFast, AutoModel
-    if form not in ('hub', 'bare'): raise ValueError(f"form must be 'hub' or 'bare', got {form!r}")
-    path = Path(path); path.mkdir(parents=True, exist_ok=True)
-    kind = FAMILIES[family]['tokenizer'] if family in FAMILIES else 'decoder' if family in DECODERS else 'bert'
-    tok = train_tokenizer(texts, kwargs.pop('vocab_size', 500), kind)
-    if kind == 'decoder' and not DECODERS[family]['bos']: tok.post_processor = None   # Qwen's tokenizer adds no BOS
-    sp = _SPECIALS[kind]
-    names = dict(zip(('pad_token', 'unk_token', 'cls_token', 'sep_token', 'mask_token'), sp)) if kind == 'bert' else \
-            dict(zip(('pad_token', 'eos_token', 'bos_token', 'unk_token'), sp)) if kind == 'decoder' else \
-            dict(zip(('bos_token', 'pad_token', 'eos_token', 'unk_token', 'mask_token'), sp)) | {'cls_token': '<s>', 'sep_token': '</s>'}
-    PreTrainedTokenizerFast(tokenizer_object=tok, **names).save_pretrained(path)
-    config = tiny_family_config(family, tok.get_vocab_size(), **kwargs)
-    torch.manual_seed(seed)
-    hub_class = (FAMILIES | DECODERS)[family]['hub_class']
-    model = AutoModel.from_config(config) if form == 'bare' else getattr(transformers, hub_class)(config)
-    model.save_pretrained(path, safe_serialization=True)
-    return path
-
-# %% ../../nbs/models/01_families.ipynb #e0304439
-def _matrix_data(folder, task:str, rows:int, max_len:int):
-    "Inputs and targets from the first `rows` of the real reviews: single texts, or pairs labelled 'same sentiment'"
-    import numpy as np
-    from tpututor.data import rotten_tomatoes
-    from tpututor.encoding import load_tokenizer, encode
-    df = rotten_tomatoes().sample(2 * rows, random_state=0)
-    tok, text, y = load_tokenizer(str(folder)), df.text.tolist(), df.label.to_numpy()
-    if task == 'siamese':
-        return (encode(tok, text[:rows], max_len=max_len), encode(tok, text[rows:], max_len=max_len)), (y[:rows] == y[rows:]).astype('float32')[:, None]
-    return encode(tok, text[:rows], max_len=max_len), y[:rows]
-
-def try_model(
-    backend,                    # a backend object (`tpututor.backends.base.get_backend(name)`)
-    folder,                     # a Hugging Face checkpoint folder
-    task:str='classification',  # 'classification' or a pair task ('siamese', 'ranking')
-    rows:int=64,                # training rows (real reviews)
-    max_len:int=32,             # tokens per text
-)->dict:                        # {'status': 'ok' | 'refused' | 'failed', 'seconds', 'error'}
-    "Fit one epoch and predict through the backend's API, as a user would; never raises"
-    import time, numpy as np
-    from tpututor.config import TrainConfig
-    t0, model = time.perf_counter(), None
-    try:
-        family = check_family(str(folder), backend.name)
-    except (ValueError, ConnectionError) as e:
-        return dict(status='refused', seconds=round(time.perf_counter() - t0, 1), error=str(e))
-    try:
-        x, y = _matrix_data(folder, task, rows, max_len)
-        if task == 'ranking': y = None
-        cfg = TrainConfig(model=str(folder), task=task, n_outputs=1 if task != 'classification' else 2, max_len=max_len,
-                          batch_size=max(1, 32 // backend.replicas()), epochs=1, lr=1e-3, seed=0)
-        model, hist = backend.fit(cfg, x, y)
-        p = backend.predict(cfg, model, x)
-        if p.shape[0] != rows or not np.isfinite(p).all(): raise ValueError(f"predictions of shape {p.shape} with non-finite values")
-        status, error = 'ok', ''
-    except Exception as e:
-        status, error = 'failed', f"{type(e).__name__}: {e}"[:500]
-    finally:
-        if hasattr(backend, 'free'): backend.free(model)
-    return dict(status=status, seconds=round(time.perf_counter() - t0, 1), error=error)
-
-def run_matrix(
-    backend:str,         # a backend name: 'keras', 'xla', 'tf', 'torch', 'bow'
-    runs,                # (folder, task) pairs, or folders (classification)
-    verbose:bool=True,   # print one line per run
-)->list:                 # one dict per run: folder, family, task, status, seconds, error
-    "Try every (checkpoint folder, task) on one backend, in this process"
-    from tpututor.backends.base import get_backend
-    be, rows = get_backend(backend, verbose=False), []
-    for run in runs:
-        folder, task = (run, 'classification') if isinstance(run, (str, Path)) else run
-        try: fam = family_of(model_config(str(folder)) or {})
-        except Exception: fam = None
-        r = dict(folder=str(folder), family=fam, task=task, backend=backend, **try_model(be, folder, task))
-        if verbose: print(f"{backend:6} {fam or '?':12} {task:14} {r['status']:8} {r['seconds']:6.1f}s  {r['error'][:150]}", flush=True)
-        rows.append(r)
-    return rows
-
-def main(argv=None):
-    "python -m tpututor.models.families BACKEND FOLDER... [--task TASK]: the family matrix on your own checkpoints"
-    import argparse, sys
-    p = argparse.ArgumentParser('python -m tpututor.models.families', description=main.__doc__)
-    p.add_argument('backend'); p.add_argument('folders', nargs='+'); p.add_argument('--task', default='classification')
-    a = p.parse_args(argv)
-    if a.backend == 'keras':
-        from tpututor.devices.jax import virtual_jax; virtual_jax(8)
-    rows = run_matrix(a.backend, [(f, a.task) for f in a.folders])
-    print(f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)} ok")
-    return 0 if all(r['status'] != 'failed' for r in rows) else 1
-
-if __name__ == '__main__' and '__file__' in globals(): raise SystemExit(main())   # python -m tpututor.models.families
-
-# %% ../../nbs/models/01_families.ipynb #9d22a233
-def rehearsal()->bool: # True while the tests run a tutorial's TPU setting on this machine
-    "Is this a rehearsal of a TPU setting (`TPUTUTOR_REHEARSE=1`)?"
-    import os
-    return os.environ.get('TPUTUTOR_REHEARSE', '') not in ('', '0')
-
-def tpu_model(
-    name:str,     # the model the TPU setting trains, e.g. 'roberta-base'
-    family:str,   # its family (a key of `FAMILIES`)
-)->str:           # `name`, or in a rehearsal the folder of a tiny random checkpoint of `family`
-    "The TPU setting's model; in a rehearsal a tiny checkpoint of the same family, saved as the hub saves it"
-    if not rehearsal(): return name
-    import tempfile
-    from tpututor.data import rotten_tomatoes
-    return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')), rotten_tomatoes().text.tolist()[:1000], family, 'hub',
-                               max_len=512))   # as many positions as the real checkpoints: any length a TPU setting picks
-
-def tpu_rows(
-    n:int|None,    # the TPU setting's row count (None: all)
-    cut:int=256,   # rows in a rehearsal
-)->int|None:       # `n`, or at most `cut` in a rehearsal
-    "The TPU setting's rows; in a rehearsal only a few"
-    return min(n or cut, cut) if rehearsal() else n

@@ -11,8 +11,7 @@ from pathlib import Path
 from ..data import package_file
 
 # %% auto #0
-__all__ = ['MINILM', 'minilm_path', 'resolve_model', 'HubUnreachable', 'hub_file', 'train_tokenizer', 'tiny_config',
-           'has_weights', 'tiny_model_dir']
+__all__ = ['MINILM', 'minilm_path', 'resolve_model', 'HubUnreachable', 'hub_file', 'has_weights']
 
 # %% ../../nbs/models/00_hub.ipynb #d4436886
 MINILM = 'minilm'
@@ -78,80 +77,8 @@ def hub_file(
         f"dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn the internet on in the "
         f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a local folder.")
 
-# %% ../../nbs/models/00_hub.ipynb #68c06767
-_SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
-             'decoder': ['<pad>', '<eos>', '<bos>', '<unk>']}
-
-def train_tokenizer(
-    texts,                 # iterable of str to learn the vocabulary from
-    vocab_size:int=2000,   # size of the vocabulary, special tokens included
-    arch:str='bert',       # 'bert' (WordPiece, lower-case), 'roberta' (byte-level BPE) or 'decoder' (byte-level BPE, BOS before the text, as Gemma and Llama)
-    min_frequency:int=2,   # a merge or word piece must be seen this often
-):                         # a `tokenizers.Tokenizer` with special tokens and pair template set
-    "Train a small tokenizer of the kind `arch` models use"
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, decoders, processors, trainers
-    if arch not in _SPECIALS: raise ValueError(f"arch must be one of {list(_SPECIALS)}, got {arch!r}")
-    sp = _SPECIALS[arch]
-    if arch == 'bert':
-        tok = Tokenizer(models.WordPiece(unk_token='[UNK]'))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tok.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=sp)
-    else:
-        tok = Tokenizer(models.BPE(unk_token='<unk>'))
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=sp,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(texts, trainer)
-    ids = {t: tok.token_to_id(t) for t in sp}
-    if arch == 'bert':
-        tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
-                                                           special_tokens=[('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
-    elif arch == 'roberta':
-        tok.post_processor = processors.TemplateProcessing(single='<s> $A </s>', pair='<s> $A </s> </s> $B </s>',
-                                                           special_tokens=[('<s>', ids['<s>']), ('</s>', ids['</s>'])])
-    else: tok.post_processor = processors.TemplateProcessing(single='<bos> $A', pair='<bos> $A $B:1', special_tokens=[('<bos>', ids['<bos>'])])
-    return tok
-
-# %% ../../nbs/models/00_hub.ipynb #37bcce5f
-def tiny_config(
-    arch:str='bert',      # 'bert' or 'roberta'
-    vocab_size:int=2000,  # must match the tokenizer's vocabulary
-    hidden:int=64,        # hidden size (a multiple of `heads`)
-    layers:int=2,         # transformer layers
-    heads:int=2,          # attention heads
-    max_len:int=256,      # longest sequence the position embeddings cover
-    **kwargs,             # any other config field
-):                        # a `transformers` BertConfig or RobertaConfig
-    "A small transformer config for fast tests"
-    from transformers import BertConfig, RobertaConfig
-    common = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                  intermediate_size=4*hidden, **kwargs)
-    if arch == 'bert': return BertConfig(max_position_embeddings=max_len, pad_token_id=0, **common)
-    if arch == 'roberta': return RobertaConfig(max_position_embeddings=max_len+2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, **common)
-    raise ValueError(f"arch must be 'bert' or 'roberta', got {arch!r}")
-
+# %% ../../nbs/models/00_hub.ipynb #7f2aa2f1
 def has_weights(path)->bool:
     "Does the model folder `path` hold weights (safetensors or other), or only a config?"
     p = Path(path)
     return p.is_dir() and any((p/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json', 'tf_model.h5', 'pytorch_model.bin'))
-
-def tiny_model_dir(
-    path:str|Path,        # folder to write (created)
-    texts,                # texts to train the tokenizer on
-    arch:str='bert',      # 'bert' or 'roberta'
-    vocab_size:int=2000,  # tokenizer and embedding size
-    **kwargs,             # passed to `tiny_config` (hidden, layers, heads, max_len, ...)
-)->Path:                  # `path`, holding config.json and the tokenizer files, no weights
-    "Write a tiny model's config and a tokenizer trained on `texts`, ready for `from_config`"
-    from transformers import PreTrainedTokenizerFast
-    path = Path(path); path.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer(texts, vocab_size, arch)
-    sp = _SPECIALS[arch]
-    names = dict(zip(('pad_token','unk_token','cls_token','sep_token','mask_token'), sp)) if arch == 'bert' else \
-            dict(zip(('bos_token','pad_token','eos_token','unk_token','mask_token'), sp)) | {'cls_token': '<s>', 'sep_token': '</s>'}
-    PreTrainedTokenizerFast(tokenizer_object=tok, **names).save_pretrained(path)
-    tiny_config(arch, tok.get_vocab_size(), **kwargs).save_pretrained(path)
-    return path

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..devices.jax import import_keras, keep_tf_out
 
 # %% auto #0
-__all__ = ['DECODER_BACKBONES', 'is_decoder', 'add_lora', 'lora_layers', 'merged_weights', 'export_merged', 'shard_axes',
-           'mesh_distribution', 'holdings', 'mesh_picture']
+__all__ = ['DECODER_BACKBONES', 'is_decoder', 'backbone_of', 'add_lora', 'lora_layers', 'merged_weights', 'export_merged',
+           'shard_axes', 'mesh_distribution', 'holdings', 'mesh_picture']
 
 # %% ../../nbs/models/04_llm.ipynb #b9724deb
 DECODER_BACKBONES = ('GemmaBackbone', 'Gemma3Backbone', 'QwenBackbone', 'Qwen3Backbone', 'Llama3Backbone', 'LlamaBackbone',
@@ -23,6 +23,12 @@ def is_decoder(
 )->bool:        # True for a causal decoder: its last real token has read the whole text
     "Is this KerasHub backbone a decoder LLM (the head reads the last real token) rather than an encoder (the head averages)?"
     return any(c.__name__ in DECODER_BACKBONES for c in type(backbone).__mro__)
+
+# %% ../../nbs/models/04_llm.ipynb #dc5b516b
+def backbone_of(model): # the KerasHub backbone inside a model from `build_model`
+    "The encoder layer of a model built by `build_model`"
+    import keras_hub
+    return next(l for l in model.layers if isinstance(l, keras_hub.models.Backbone))
 
 # %% ../../nbs/models/04_llm.ipynb #86c92b73
 def add_lora(
@@ -61,7 +67,7 @@ def export_merged(
     w = merged_weights(model)
     atomic_write(folder/'model.safetensors', lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in w.items()}, tmp,
                                                                   metadata={'format': 'tpututor-keras3'}))
-    from tpututor.backends.keras import backbone_of
+    pass
     bb = backbone_of(model)
     if hf and type(bb).__name__ in _hf_exporters():
         plain = type(bb).from_config(bb.get_config())
