@@ -97,8 +97,8 @@ def _trainer(name, tr, te):
     return fold
 
 def _xla_compiles():
-    from tpututor.devices.xla import count_compiles
-    return count_compiles()
+    from tpututor.devices.ops import count_compiles
+    return count_compiles('torch_xla')
 
 def _kerashub(tr, te):
     "A fold function for KerasHub's own classifier: `TextClassifier.from_preset` on the MiniLM folder, then `fit`"

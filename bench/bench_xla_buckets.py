@@ -22,7 +22,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     from tpututor.data import rotten_tomatoes
     from tpututor.encoding import encode, padding_report
     from tpututor.backends.xla import AdamW, EncodedDataset, build_model, fit_model, param_groups, task_loss, train_batches
-    from tpututor.devices.xla import count_compiles
+    from tpututor.devices.ops import count_compiles
 
     rt = rotten_tomatoes().sample(frac=1, random_state=0)
     enc, y = encode('minilm', rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]
@@ -41,7 +41,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
         total, k, secs, comps = epochs * len(train_batches(ds, batch)), 0, [], []
         tx.sync()
         for epoch in range(epochs):
-            t0, c0, ls = time.perf_counter(), count_compiles(), []
+            t0, c0, ls = time.perf_counter(), count_compiles('torch_xla'), []
             for idx in train_batches(ds, batch, seed=c.seed + epoch):
                 b = {key: v.to(dev) for key, v in ds.__getitems__(idx).items()}
                 loss = task_loss(c, m(b), b['labels'])   # the logits die here, as in the library's step:
@@ -53,7 +53,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
                 opt.step(); opt.zero_grad(set_to_none=True)
                 tx.sync(); ls.append(loss.detach())
             [l.item() for l in ls]; xm.wait_device_ops()
-            secs.append(time.perf_counter() - t0); comps.append(count_compiles() - c0)
+            secs.append(time.perf_counter() - t0); comps.append(count_compiles('torch_xla') - c0)
         return dict(seconds=secs, compiles=comps, buckets=bks)
 
     warm_f, warm_b = library(0, 1), library(buckets, 1)   # epoch 1 of each compiles its shapes

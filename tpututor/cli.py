@@ -10,7 +10,7 @@ import argparse, dataclasses, os, sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, PRECISIONS, check_options
+from .config import TrainConfig, PRECISIONS, check_run
 from .tasks import TASKS, get_task
 from .backends.base import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
@@ -18,23 +18,32 @@ from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, 
 from .encoding import encode
 from .meter import mfu_text
 from .devices.ops import compile_cache_dir, compile_cache_report, clear_compile_cache
+from dataclasses import dataclass
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'pick_backend', 'read_csv',
-           'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend', 'train',
-           'compile_summary', 'print_summary', 'predict', 'main', 'cache', 'plan']
+           'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend', 'load_data',
+           'Job', 'read_job', 'fit_batch', 'held_out', 'summarize', 'train', 'compile_summary', 'print_summary',
+           'predict', 'main', 'cache', 'plan']
 
-# %% ../nbs/11_cli.ipynb #58805425
+# %% ../nbs/11_cli.ipynb #4008c66a
 DEFAULT_BACKEND = 'auto'   # `pick_backend`: the backend of the which-backend table for this machine
+
+# %% ../nbs/11_cli.ipynb #270c2692
 # batch_size: rows per step over all devices in the embedded job (per device = batch_size // devices)
 DEFAULT_JOB = dict(rows=2000, held_out=1000, buckets=4, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
+
+# %% ../nbs/11_cli.ipynb #8cad5302
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
+
+# %% ../nbs/11_cli.ipynb #d6b76677
 _DERIVED = ('n_outputs',)   # set from the labels, not an option
 
 def _type(anno):
     t = str(anno)
     return bool if t == 'bool' or anno is bool else int if 'int' in t else float if 'float' in t else str
 
+# %% ../nbs/11_cli.ipynb #6cfab262
 def config_options(
     group,  # an argparse group to add the options to
 ):
@@ -50,6 +59,7 @@ def config_options(
         if name in _CHOICES: kw.update(choices=_CHOICES[name], metavar=None)
         group.add_argument('--' + name.replace('_', '-'), **kw)
 
+# %% ../nbs/11_cli.ipynb #fd11f752
 def config_of(
     args,            # parsed arguments
     n_outputs:int,   # from the labels
@@ -61,13 +71,9 @@ def config_of(
     job = {k: v for k, v in DEFAULT_JOB.items() if k in fields} if embedded else {}
     return TrainConfig(**{**job, **given, 'n_outputs': n_outputs})
 
-def parser()->argparse.ArgumentParser:
-    "The `tpututor` command's argument parser"
-    p = argparse.ArgumentParser(prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
-    sub = p.add_subparsers(dest='command', required=True)
-    t = sub.add_parser('train', help='k-fold fine-tune and ensemble',
-        description='Train one model per fold, predict the held-out rows of each fold (out-of-fold) and the test set, '
-                    'and average the folds. With no --data: Rotten Tomatoes snippets and the MiniLM shipped on PyPI.')
+# %% ../nbs/11_cli.ipynb #20b12093
+def _data_options(t):
+    "`tpututor train`'s data options"
     g = t.add_argument_group('data')
     g.add_argument('--data', help='training CSV (default: the embedded Rotten Tomatoes snippets)')
     g.add_argument('--text', nargs='+', default=['text'], metavar='COL', help='text column, or two columns for a pair (question answer; more less for ranking) (default: text)')
@@ -78,6 +84,10 @@ def parser()->argparse.ArgumentParser:
     g.add_argument('--sample-submission', metavar='CSV', help="a competition's sample submission: submission.csv is written in its shape")
     g.add_argument('--group', metavar='COL', help='column whose values must stay in one fold (e.g. a movie or question id)')
     g.add_argument('--rows', type=int, help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
+
+# %% ../nbs/11_cli.ipynb #776ccb9c
+def _run_options(t):
+    "`tpututor train`'s options of where and how it runs"
     r = t.add_argument_group('run')
     r.add_argument('--backend', choices=['auto', *BACKENDS], default=DEFAULT_BACKEND, help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
                    + f" (default: auto, what the which-backend table on the install page recommends for this machine: here {pick_backend()[0]})")
@@ -91,11 +101,23 @@ def parser()->argparse.ArgumentParser:
                    "framework; 'off': compile every run (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache; see tpututor cache)")
     r.add_argument('--folds', type=int, default=5, help='number of folds (default: 5)')
     r.add_argument('--fold-kind', choices=FOLD_KINDS, default='auto', help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
+
+# %% ../nbs/11_cli.ipynb #b6db7c82
+def _train_parser(sub):
+    "`tpututor train`: its options"
+    t = sub.add_parser('train', help='k-fold fine-tune and ensemble',
+        description='Train one model per fold, predict the held-out rows of each fold (out-of-fold) and the test set, '
+                    'and average the folds. With no --data: Rotten Tomatoes snippets and the MiniLM shipped on PyPI.')
+    _data_options(t); _run_options(t)
     config_options(t.add_argument_group('training (every field of TrainConfig)'))
     o = t.add_argument_group('output')
     o.add_argument('--out', default='runs/default', help='run directory; rerun the same command to resume (default: runs/default)')
     o.add_argument('--overwrite', action='store_true', help='discard a different run already in --out')
     o.add_argument('--debug', action='store_true', help='show Python tracebacks')
+
+# %% ../nbs/11_cli.ipynb #b7b1bbc3
+def _predict_parser(sub):
+    "`tpututor predict`: its options"
     pr = sub.add_parser('predict', help="predict a CSV with a finished run's folds")
     pr.add_argument('--run', required=True, help='run directory written by tpututor train')
     pr.add_argument('--test', required=True, help='CSV to predict')
@@ -104,12 +126,20 @@ def parser()->argparse.ArgumentParser:
     pr.add_argument('--sample-submission', metavar='CSV', help="sample submission whose columns shape the output")
     pr.add_argument('--output', help='CSV to write (default: RUN/predict.csv)')
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
+
+# %% ../nbs/11_cli.ipynb #d2e16561
+def _cache_parser(sub):
+    "`tpututor cache`: its options"
     ca = sub.add_parser('cache', help='list or clear the compiled programs kept between runs',
         description='The folders where JAX and torch_xla keep compiled programs, so that a rerun or a resumed run compiles nothing new.')
     ca.add_argument('--clear', nargs='?', const='all', metavar='FRAMEWORK', help="delete the programs of FRAMEWORK (e.g. jax, torch_xla), or of all "
                     "with no name: after upgrading a framework, when the disk is short, or to time a cold compile")
     ca.add_argument('--compile-cache', metavar='DIR', help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
     ca.add_argument('--debug', action='store_true', help='show Python tracebacks')
+
+# %% ../nbs/11_cli.ipynb #bcccb2b1
+def _plan_parser(sub):
+    "`tpututor plan`: its options"
     pl = sub.add_parser('plan', help='will a run fit? the memory per device, before anything compiles',
         description="The memory one training step needs on each device (weights, gradients, optimizer state, activations), "
                     "counted from the model's config, against the HBM of a TPU device; the largest batch that fits and a "
@@ -126,6 +156,13 @@ def parser()->argparse.ArgumentParser:
     pl.add_argument('--devices', type=int, default=8, help='with --xla: JAX devices to split a CPU into (a TPU shows its own) (default: 8)')
     pl.add_argument('--accelerator', default='v5e-8', help="a TPU of TPU_SPECS: v5e-8 (Kaggle), v5e-1 (Colab), v6e-8, ... (default: v5e-8)")
     pl.add_argument('--debug', action='store_true', help='show Python tracebacks')
+
+# %% ../nbs/11_cli.ipynb #03b64ee6
+def parser()->argparse.ArgumentParser:
+    "The `tpututor` command's argument parser"
+    p = argparse.ArgumentParser(prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
+    sub = p.add_subparsers(dest='command', required=True)
+    for add in (_train_parser, _predict_parser, _cache_parser, _plan_parser): add(sub)
     return p
 
 # %% ../nbs/11_cli.ipynb #d7c54f9a
@@ -147,7 +184,7 @@ def pick_backend(
     if jax_keras: return 'keras', 'no TPU and no PyTorch: Keras 3 on JAX'
     return 'bow', 'no training framework installed: the bag-of-tokens baseline'
 
-# %% ../nbs/11_cli.ipynb #6f67d067
+# %% ../nbs/11_cli.ipynb #dfdac65d
 def read_csv(path, what='--data')->pd.DataFrame:
     "Read a CSV, with errors that name the file"
     p = Path(path)
@@ -159,11 +196,13 @@ def read_csv(path, what='--data')->pd.DataFrame:
     if len(df) == 0: raise ValueError(f"{what} file {p} has a header but no rows")
     return df
 
+# %% ../nbs/11_cli.ipynb #009b5071
 def need_columns(df, cols, path, what='--data'):
     "Check `df` has `cols`"
     missing = [c for c in cols if c not in df.columns]
     if missing: raise ValueError(f"{what} file {path} has no column(s) {missing}; its columns are {list(df.columns)}. Name the right ones with --text/--label.")
 
+# %% ../nbs/11_cli.ipynb #ba86e374
 def texts_of(df, cols, path, what='--data')->list:
     "The text column(s) of `df`, each checked for missing or non-string values"
     out = []
@@ -203,7 +242,7 @@ def default_data(rows:int=DEFAULT_JOB['rows'], held_out:int=DEFAULT_JOB['held_ou
     test = df.iloc[:held_out].reset_index(drop=True).assign(id=lambda d: np.arange(len(d)))
     return df.iloc[held_out:held_out + rows].reset_index(drop=True), test
 
-# %% ../nbs/11_cli.ipynb #63781b6e
+# %% ../nbs/11_cli.ipynb #880d3f68
 def _inputs(tok, cols, cfg):
     "Encode one text column, or two as a pair (one sequence for classification, two encoders for pair tasks)"
     if len(cols) == 1: return encode(tok, cols[0], max_len=cfg.max_len)
@@ -211,8 +250,10 @@ def _inputs(tok, cols, cfg):
     if cfg.pair: return (encode(tok, cols[0], max_len=cfg.max_len), encode(tok, cols[1], max_len=cfg.max_len))
     return encode(tok, cols[0], cols[1], max_len=cfg.max_len)
 
+# %% ../nbs/11_cli.ipynb #71b1cedf
 def _ids(df, id_col): return df[id_col].tolist() if id_col in df.columns else list(range(len(df)))
 
+# %% ../nbs/11_cli.ipynb #ac9a5e25
 def write_predictions(
     path,               # the CSV to write
     task:str,           # the run's task
@@ -228,8 +269,10 @@ def write_predictions(
              predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id', cli['label'], cli.get('classes')))
     return write_csv(table, path)
 
+# %% ../nbs/11_cli.ipynb #b4849c44
 def _describe(backend)->str|None: return backend.describe() if hasattr(backend, 'describe') else None
 
+# %% ../nbs/11_cli.ipynb #8c474ea4
 def start_backend(args): # the backend named by --backend, its devices started
     "The `--backend` backend; for keras, JAX started first: the virtual TPU's devices, and the hosts of a multi-host run joined"
     if args.backend == 'keras':
@@ -244,87 +287,125 @@ def start_backend(args): # the backend named by --backend, its devices started
     if _describe(backend): print(f"backend {args.backend}: {_describe(backend)}")
     return backend
 
+# %% ../nbs/11_cli.ipynb #05b53264
+def load_data(args)->tuple: # (training rows, test rows or None, the data's name for the log, embedded?)
+    "The training and test CSVs of `tpututor train`, or the embedded default's rows"
+    if args.data:
+        df = read_csv(args.data)
+        return df.iloc[:args.rows] if args.rows else df, read_csv(args.test, '--test') if args.test else None, args.data, False
+    if args.test: raise ValueError('--test needs --data (the default job has its own held-out rows)')
+    df, test_df = default_data(args.rows or DEFAULT_JOB['rows'], DEFAULT_JOB['held_out'])
+    return df, test_df, f'Rotten Tomatoes (embedded), {len(df)} training rows, {len(test_df)} held out', True
+
+# %% ../nbs/11_cli.ipynb #502b5d93
+@dataclass
+class Job:
+    "What `tpututor train` works on: its rows, texts, labels and config, read and checked before any work"
+    args:object                   # the parsed command line
+    df:pd.DataFrame               # training rows
+    test_df:pd.DataFrame|None     # test rows (None: no test set)
+    data_name:str                 # the data, as the log names it
+    cfg:TrainConfig               # the run's config
+    texts:list                    # the training text column(s)
+    y:object                      # the labels (None for ranking)
+    cli:dict                      # what predicting needs of the command line: columns, class names, backend (cli.json)
+    test_texts:list|None=None     # the test text column(s)
+    sample:pd.DataFrame|None=None # a sample submission
+    groups:object=None            # each row's group (--group), or None
+
+# %% ../nbs/11_cli.ipynb #aa68873f
+def read_job(args)->Job:
+    "The run `args` asks for, read and checked: columns, texts, labels, the config, folds, the model and the backend's options"
+    df, test_df, name, embedded = load_data(args)
+    spec, where = get_task(args.task or TrainConfig.task), args.data or 'default'
+    need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group else []), where)
+    if spec.pair and len(args.text) != 2: raise ValueError(f"task {spec.name} needs two --text columns ({'more less' if spec.name == 'ranking' else 'question answer'})")
+    y, names = labels_of(df, args.label, spec.name, where)
+    n_out = len(names) if spec.targets == 'classes' else 1 if spec.targets is None else len(args.label)
+    cli = {'text': args.text, 'label': args.label, 'classes': names, 'backend': args.backend,
+           'test_text': args.test_text or (args.text[:1] if spec.name == 'ranking' else args.text)}
+    job = Job(args, df, test_df, name, config_of(args, n_out, embedded), texts_of(df, args.text, where), y, cli,
+              groups=df[args.group].to_numpy() if args.group else None)
+    if test_df is not None:
+        need_columns(test_df, cli['test_text'], args.test or 'default', '--test')
+        job.test_texts = texts_of(test_df, cli['test_text'], args.test or 'default', '--test')
+    if args.sample_submission:
+        job.sample = read_csv(args.sample_submission, '--sample-submission')
+        submission(np.full((1, n_out), 1 / n_out, np.float32), [0], job.sample, spec.name, names)   # does it fit? before any work
+    check_run(job.cfg, args.backend)   # a missing model, a family this backend cannot run, no hub, options it ignores
+    make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, job.groups, args.fold_kind, job.cfg.seed)  # can folds be made?
+    return job
+
+# %% ../nbs/11_cli.ipynb #2b6cd2dd
+def fit_batch(job:Job, backend)->TrainConfig: # the run's config, with the batch it trains with on `backend`
+    "The run's batch on this backend's devices (the embedded job's is global), refused when a fold has fewer rows than one step"
+    cfg, args = job.cfg, job.args
+    if not args.data and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
+        cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] * cfg.model_parallel // backend.replicas()))
+    fold_rows = len(job.df) - -(-len(job.df) // args.folds)   # training rows of the smallest fold
+    reps = backend.replicas() // cfg.model_parallel           # data-parallel replicas: the devices one copy of the weights spans
+    if cfg.model_parallel > 1: print(f"mesh {reps} batch x {cfg.model_parallel} model: {reps} copies of the weights, each sharded over {cfg.model_parallel} devices")
+    if cfg.batch_size * reps > fold_rows:
+        raise ValueError(f"--batch-size {cfg.batch_size} x {reps} replicas = {cfg.batch_size * reps} rows per step, more than the "
+                         f"{fold_rows} training rows of a fold: lower --batch-size or use more data")
+    return cfg
+
+# %% ../nbs/11_cli.ipynb #de68eaf3
+def held_out(job:Job, pred)->dict|None: # the task's metrics, or None when the test rows have no labels
+    "The fold ensemble's score on the test rows, where they carry the label column(s)"
+    spec, args = job.cfg.spec, job.args
+    if spec.targets is None or not all(c in job.test_df.columns for c in args.label): return None
+    ty, _ = labels_of(job.test_df, args.label, spec.name, args.test or 'default')
+    names = job.cli['classes']
+    if spec.targets == 'classes': ty = np.array([names.index(str(v)) if str(v) in names else -1 for v in job.test_df[args.label[0]]])
+    return score(job.cfg.task, ty, pred)
+
+# %% ../nbs/11_cli.ipynb #c8aba08b
+def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what summary.json holds
+    "The run's summary: out-of-fold and fold scores, compiles, the files written and the held-out score; written and printed"
+    out, args = Path(job.args.out), job.args
+    write_json(out/'cli.json', job.cli)
+    s = {'data': job.data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
+         'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
+    if any('compiles' in f for f in res.fold_scores): s['compiles'] = compile_summary(res.fold_scores)
+    if res.test is not None:
+        s['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, job.test_df, job.cli, args.id))]
+        if job.sample is not None: s['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, job.test_df, job.cli, args.id, job.sample)))
+        if (h := held_out(job, res.test)) is not None: s['held_out'] = h
+    s['seconds'] = round(time.time() - t0, 1)
+    write_json(out/'summary.json', s)
+    print_summary(s, cfg.task)
+    return s
+
+# %% ../nbs/11_cli.ipynb #f2bd3fa3
 def train(args)->dict:
     "Run `tpututor train` with parsed `args`; returns the summary"
+    from tpututor.encoding import load_tokenizer
     t0 = time.time()
     if args.backend == 'auto':
         args.backend, why = pick_backend()
         print(f"backend {args.backend} ({why}; --backend names another)")
     if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache   # every framework's cache reads it
-    embedded = not args.data
-    if args.data:
-        df = read_csv(args.data)
-        if args.rows: df = df.iloc[:args.rows]
-        test_df = read_csv(args.test, '--test') if args.test else None
-        data_name = args.data
-    else:
-        if args.test: raise ValueError('--test needs --data (the default job has its own held-out rows)')
-        df, test_df = default_data(args.rows or DEFAULT_JOB['rows'], DEFAULT_JOB['held_out'])
-        data_name = f'Rotten Tomatoes (embedded), {len(df)} training rows, {len(test_df)} held out'
-    spec = get_task(args.task or TrainConfig.task)
-    need = list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group else [])
-    need_columns(df, need, args.data or 'default')
-    if spec.pair and len(args.text) != 2: raise ValueError(f"task {spec.name} needs two --text columns ({'more less' if spec.name == 'ranking' else 'question answer'})")
-    texts = texts_of(df, args.text, args.data or 'default')
-    y, names = labels_of(df, args.label, spec.name, args.data or 'default')
-    n_out = len(names) if spec.targets == 'classes' else 1 if spec.targets is None else len(args.label)
-    cfg = config_of(args, n_out, embedded)
-    cli = {'text': args.text, 'label': args.label, 'classes': names, 'backend': args.backend,
-           'test_text': args.test_text or (args.text[:1] if spec.name == 'ranking' else args.text)}
-    test_texts = sample = None
-    if test_df is not None:
-        need_columns(test_df, cli['test_text'], args.test or 'default', '--test')
-        test_texts = texts_of(test_df, cli['test_text'], args.test or 'default', '--test')
-    if args.sample_submission:
-        sample = read_csv(args.sample_submission, '--sample-submission')
-        submission(np.full((1, n_out), 1 / n_out, np.float32), [0], sample, spec.name, names)   # does it fit? before any work
-    from tpututor.encoding import load_tokenizer
-    from tpututor.models.families import check_family
-    check_family(cfg.model, args.backend)           # a missing model, a family this backend cannot run, or no hub: fails here, before any work
-    check_options(cfg, args.backend)                # LoRA, a model mesh, bf16 weights: keras only
-    groups = df[args.group].to_numpy() if args.group else None
-    make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, groups, args.fold_kind, cfg.seed)  # check folds can be made
+    job = read_job(args)
     backend = start_backend(args)
-    if embedded and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
-        cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] * cfg.model_parallel // backend.replicas()))
-    fold_rows = len(df) - -(-len(df) // args.folds)  # training rows of the smallest fold
-    reps = backend.replicas() // cfg.model_parallel  # data-parallel replicas: the devices over those one copy of the weights spans
-    if cfg.model_parallel > 1: print(f"mesh {reps} batch x {cfg.model_parallel} model: {reps} copies of the weights, each sharded over {cfg.model_parallel} devices")
-    gb = cfg.batch_size * reps
-    if gb > fold_rows: raise ValueError(f"--batch-size {cfg.batch_size} x {reps} replicas = {gb} rows per step, more than the "
-                                        f"{fold_rows} training rows of a fold: lower --batch-size or use more data")
+    cfg = fit_batch(job, backend)
     tok = load_tokenizer(cfg.model)
-    train_in = _inputs(tok, texts, cfg)
-    test_in = _inputs(tok, test_texts, cfg) if test_texts else None
-    res = run_kfold(backend, cfg, train_in, y, test=test_in, folds=args.folds, fold_kind=args.fold_kind, groups=groups,
-                    out=args.out, overwrite=args.overwrite)
+    test_in = _inputs(tok, job.test_texts, cfg) if job.test_texts else None
+    res = run_kfold(backend, cfg, _inputs(tok, job.texts, cfg), job.y, test=test_in, folds=args.folds, fold_kind=args.fold_kind,
+                    groups=job.groups, out=args.out, overwrite=args.overwrite)
     if res is None:   # another host of a multi-host run: process 0 writes the results
         print(f"process {args.process_id}: done; process 0 wrote {args.out}")
         return {}
-    out = Path(args.out)
-    write_json(out/'cli.json', cli)
-    summary = {'data': data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
-               'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
-    if any('compiles' in f for f in res.fold_scores): summary['compiles'] = compile_summary(res.fold_scores)
-    if res.test is not None:
-        summary['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, test_df, cli, args.id))]
-        if sample is not None: summary['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, test_df, cli, args.id, sample)))
-        if spec.targets is not None and all(c in test_df.columns for c in args.label):
-            ty, _ = labels_of(test_df, args.label, spec.name, args.test or 'default')
-            if spec.targets == 'classes': ty = np.array([names.index(str(v)) if str(v) in names else -1 for v in test_df[args.label[0]]])
-            summary['held_out'] = score(cfg.task, ty, res.test)
-    summary['seconds'] = round(time.time() - t0, 1)
-    write_json(out/'summary.json', summary)
-    print_summary(summary, cfg.task)
-    return summary
+    return summarize(job, cfg, res, backend, t0)
 
-# %% ../nbs/11_cli.ipynb #c55fcee5
+# %% ../nbs/11_cli.ipynb #f1b82c71
 def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_hits, after_first_fold, after_seconds
     "What the run compiled in its first fold and in all later folds (whose goal is 0), from the folds' records"
     first, rest = folds[0], folds[1:]
     return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'), first_cache_hits=first.get('cache_hits'),
                 after_first_fold=sum(f.get('compiles') or 0 for f in rest), after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
 
+# %% ../nbs/11_cli.ipynb #63ced43e
 def print_summary(s:dict, task:str):
     "The table printed at the end of a run"
     key = MAIN_METRIC[task]
@@ -391,9 +472,10 @@ def main(argv=None)->int:
         return 2
     return 0
 
-# %% ../nbs/11_cli.ipynb #9752b4d9
+# %% ../nbs/11_cli.ipynb #2d45bf06
 def _mb(b:int)->str: return f'{b / 2**20:,.1f} MB'
 
+# %% ../nbs/11_cli.ipynb #532fba0f
 def cache(args)->list: # the folders listed (after clearing, when --clear was given)
     "Run `tpututor cache`: list the compile cache's folders with their sizes, or clear them"
     if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache
@@ -410,25 +492,22 @@ def cache(args)->list: # the folders listed (after clearing, when --clear was gi
     if rows: print(f"  {'total':12} {sum(r['files'] for r in rows):6,} files  {_mb(sum(r['bytes'] for r in rows)):>12}")
     return rows
 
-# %% ../nbs/11_cli.ipynb #f2052bd4
+# %% ../nbs/11_cli.ipynb #e2c4c283
 def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compiled for)
     "XLA's own count for `tpututor plan --xla`: the Keras training step compiled on this machine's JAX devices, nothing run"
     from tpututor.devices.jax import virtual_jax, import_keras
     virtual_jax(args.devices); import_keras()
-    from tpututor.backends.keras import xla_memory
-    from tpututor.backends.keras import backbone_class, distributed, describe
-    from tpututor.models.llm import mesh_distribution
+    from tpututor.backends.keras import xla_step_memory
     cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision, lora=args.lora, model_parallel=args.model_parallel)
-    dist = mesh_distribution(args.model_parallel, backbone_cls=backbone_class(cfg)) if args.model_parallel > 1 else None
-    with distributed(dist): where = describe()
-    return xla_memory(cfg, args.batch_size, args.max_len, dist)['total'], where
+    return xla_step_memory(cfg, args.batch_size, args.max_len)
 
+# %% ../nbs/11_cli.ipynb #8d97b60e
 def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     "Run `tpututor plan`: the memory per device of a training step, against the accelerator's HBM"
     from transformers import AutoConfig
     from tpututor.plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits
-    from tpututor.models.hub import resolve_model
-    config = AutoConfig.from_pretrained(resolve_model(args.model))
+    from tpututor.models.checkpoint import checkpoint
+    config = checkpoint(args.model).hf_config()
     p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel)
     hbm = hbm_bytes(args.accelerator)
     gb = lambda b: f'{b / 1e9:8.2f} GB'

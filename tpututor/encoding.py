@@ -33,7 +33,7 @@ def load_tokenizer(
         return model_convention(load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True)), name)
     raise TypeError(f"Expected a model name or folder, a tokenizers.Tokenizer or a transformers fast tokenizer; got {type(tok).__name__}")
 
-# %% ../nbs/03_encoding.ipynb #5629c745
+# %% ../nbs/03_encoding.ipynb #17bfa1b8
 def append_eos(
     tok,          # a `tokenizers.Tokenizer` (changed in place)
     eos_id:int,   # the id of the model's end-of-sequence token
@@ -52,16 +52,17 @@ def append_eos(
                                                        special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(pre + post + [eos])])
     return tok
 
+# %% ../nbs/03_encoding.ipynb #13359ff1
 def model_convention(
     tok,      # the tokenizer read from `folder`
     folder,   # the model's folder or hub id
 ):            # `tok`, with EOS appended when the model is a decoder LLM
     "A tokenizer as its model's classifier reads text: a decoder's texts end in EOS; an encoder's tokenizer unchanged"
-    from tpututor.models.families import family_of, model_config, DECODERS
-    try: c = model_config(str(folder))   # a folder's config.json, or a hub id's (from the cache, else the hub)
+    from tpututor.models.checkpoint import checkpoint
+    try: ck = checkpoint(folder)   # a folder's config.json, or a hub id's (from the cache, else the hub): read once per run
     except (OSError, ValueError): return tok   # no config beside the tokenizer: nothing says it is a decoder's
-    if c is None or family_of(c) not in DECODERS: return tok
-    eos = c.get('eos_token_id')
+    if not ck.decoder: return tok
+    eos = ck.config.get('eos_token_id')
     return append_eos(tok, eos[0] if isinstance(eos, list) else eos)   # Llama 3.1 lists several: the first ends a text
 
 # %% ../nbs/03_encoding.ipynb #e925f781
@@ -106,13 +107,14 @@ class Encoded:
     def __repr__(self):
         return f"Encoded({len(self)} rows x {self.max_len} tokens, {', '.join(self.arrays())}; mean length {self.lengths.mean():.1f})"
 
-# %% ../nbs/03_encoding.ipynb #e70fd3c8
+# %% ../nbs/03_encoding.ipynb #43d16fe5
 def _pad_id(tok)->int:
     if tok.padding: return tok.padding['pad_id']
     for t in ('[PAD]', '<pad>', '<|padding|>', '<|endoftext|>'):
         if tok.token_to_id(t) is not None: return tok.token_to_id(t)
     return 0
 
+# %% ../nbs/03_encoding.ipynb #47e41e40
 _LOADED = {}   # (tokenizer.json, its mtime) -> Tokenizer: a k-fold run reads each tokenizer file once
 
 def _tokenizer(tok):
@@ -129,6 +131,7 @@ def _tokenizer(tok):
             return _LOADED[key]
     return load_tokenizer(tok)
 
+# %% ../nbs/03_encoding.ipynb #6dc8c13c
 @contextmanager
 def _settings_kept(tok):
     "Lend `tok` to one call and put its truncation and padding back afterwards (cheaper than copying a vocabulary)"
@@ -140,6 +143,7 @@ def _settings_kept(tok):
         if pad is None: tok.no_padding()
         else: tok.enable_padding(**pad)
 
+# %% ../nbs/03_encoding.ipynb #d8c47354
 def _to_block(encs, field, lens, mask, fill)->np.ndarray:
     "Scatter the variable-length `field` lists ('ids', 'type_ids') of `encs` into a padded int32 block under `mask`"
     flat = np.fromiter(itertools.chain.from_iterable(map(attrgetter(field), encs)), dtype=np.int32, count=int(lens.sum()))
@@ -147,6 +151,7 @@ def _to_block(encs, field, lens, mask, fill)->np.ndarray:
     out[mask] = flat
     return out
 
+# %% ../nbs/03_encoding.ipynb #157bfd21
 def encode(
     tokenizer,              # what `load_tokenizer` accepts: a name, folder, or tokenizer object
     texts,                  # list/array/Series of str
@@ -176,7 +181,7 @@ def encode(
     return Encoded(_to_block(encs, 'ids', lens, mask, pad), mask.astype(np.int32),
                    _to_block(encs, 'type_ids', lens, mask, 0) if want_types else None)
 
-# %% ../nbs/03_encoding.ipynb #3c069750
+# %% ../nbs/03_encoding.ipynb #2f2c6092
 def choose_buckets(
     lengths,              # real token count of every row (`Encoded.lengths`)
     n:int=4,              # how many bucket lengths (compiled shapes) to allow
@@ -206,6 +211,7 @@ def choose_buckets(
         j, b = back[(b, j)], b - 1
     return sorted(out)
 
+# %% ../nbs/03_encoding.ipynb #002500f9
 def assign_buckets(
     lengths,  # real token count of every row
     buckets,  # sorted bucket lengths
@@ -213,6 +219,7 @@ def assign_buckets(
     "Index of the bucket each row goes to"
     return np.minimum(np.searchsorted(np.asarray(buckets), np.asarray(lengths), side='left'), len(buckets) - 1)
 
+# %% ../nbs/03_encoding.ipynb #2238718c
 def padding_report(
     lengths,       # real token count of every row
     buckets,       # bucket lengths (a single fixed length is `[max_len]`)
@@ -264,7 +271,7 @@ def prediction_batches(
             plan.append((int(L), np.concatenate([part, np.full(batch - len(part), part[0])]), len(part)))
     return plan
 
-# %% ../nbs/03_encoding.ipynb #26b6b31a
+# %% ../nbs/03_encoding.ipynb #0831e3ff
 def write_tfrecord(
     path,                 # file to write (written to a temporary name, then renamed)
     enc:Encoded,          # the token arrays
@@ -289,6 +296,7 @@ def write_tfrecord(
         if os.path.exists(tmp): os.unlink(tmp)
     return path
 
+# %% ../nbs/03_encoding.ipynb #a6bc9586
 def read_tfrecord(
     paths,                # a file or list of files written by `write_tfrecord`
     max_len:int,          # the sequence length they were written with

@@ -11,19 +11,18 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_options
+from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run
 from .tasks import TASK_TABLE, get_task
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .backends.base import History
 from .meter import mfu_text
-from .models.families import check_family
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold)
 
 # %% auto #0
 __all__ = ['FOLD_KINDS', 'MAIN_METRIC', 'COMPILE_KEYS', 'make_folds', 'score', 'fingerprint', 'memory_mb', 'KFoldResult',
-           'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'run_kfold', 'plot_run',
-           'predictions_table', 'submission']
+           'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold', 'fold_record',
+           'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run', 'predictions_table', 'submission']
 
 # %% ../nbs/10_kfold.ipynb #85c07b82
 FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')
@@ -75,7 +74,7 @@ def score(
     "The task's metrics for predictions `pred` against targets `y`"
     return get_task(task).metrics(y, pred)
 
-# %% ../nbs/10_kfold.ipynb #53be08fc
+# %% ../nbs/10_kfold.ipynb #bf862145
 def fingerprint(data:Inputs, y=None)->str:
     "A short hash of the token arrays and labels: the same data gives the same fingerprint"
     h = hashlib.sha256()
@@ -84,6 +83,7 @@ def fingerprint(data:Inputs, y=None)->str:
     if y is not None: h.update(np.ascontiguousarray(np.asarray(y, dtype=np.float64)).tobytes())
     return h.hexdigest()[:16]
 
+# %% ../nbs/10_kfold.ipynb #7139e948
 def memory_mb()->dict:
     "Resident memory of this process now and at its peak, in MB (Linux /proc)"
     try:
@@ -91,6 +91,7 @@ def memory_mb()->dict:
         return {'rss_mb': int(st['VmRSS'].split()[0]) / 1024, 'peak_mb': int(st['VmHWM'].split()[0]) / 1024}
     except (OSError, KeyError): return {}
 
+# %% ../nbs/10_kfold.ipynb #0989a086
 @dataclass
 class KFoldResult:
     "What a k-fold run produced"
@@ -102,7 +103,7 @@ class KFoldResult:
     out: Path                # the run directory
     resumed: list = field(default_factory=list) # folds loaded from an earlier run instead of trained
 
-# %% ../nbs/10_kfold.ipynb #e1aadbdd
+# %% ../nbs/10_kfold.ipynb #6f63c25f
 COMPILE_KEYS = ('compiles', 'cache_hits', 'compile_seconds')   # what a fold's record says of its compiles
 
 def fixed_shapes(
@@ -129,6 +130,7 @@ def fixed_shapes(
             L.pop(min(bad[0], len(L) - 2))   # its rows pad to the next length (the longest takes the one below it)
     return cfg.replace(bucket_lengths=tuple(int(l) for l in L))
 
+# %% ../nbs/10_kfold.ipynb #c79802ec
 def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     "What a k-fold run should compile, said before it starts"
     n = len(cfg.bucket_lengths or [cfg.max_len])
@@ -137,18 +139,71 @@ def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     return (f"compiles expected: in fold 0, one training and one prediction program for {what}, "
             f"{2 * n} in all, plus the framework's small ones (initialising weights, the optimizer); after fold 0: none")
 
+# %% ../nbs/10_kfold.ipynb #4e80fb70
 def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile_seconds between two `compile_stats()`
     "The compiles between two readings of a backend's `compile_stats`"
     return {'compiles': after['compiles'] - before['compiles'], 'cache_hits': after['cache_hits'] - before['cache_hits'],
             'compile_seconds': round(after['seconds'] - before['seconds'], 2)}
 
+# %% ../nbs/10_kfold.ipynb #3ef28eb0
 def compile_text(rec:dict)->str: # e.g. 'compiled 52 programs in 31.2s (3 from cache)'
     "A fold's compiles in words"
     if not rec.get('compiles'): return 'compiled nothing'
     hits = f" ({rec['cache_hits']} from cache)" if rec.get('cache_hits') else ''
     return f"compiled {rec['compiles']} programs in {rec['compile_seconds']:.1f}s{hits}"
 
-# %% ../nbs/10_kfold.ipynb #1d6a9848
+# %% ../nbs/10_kfold.ipynb #7b52963b
+def train_fold(
+    backend, cfg:TrainConfig,  # the backend and the run's config (lengths fixed for the run)
+    train:Inputs, yt,          # every training row, its checked targets
+    test:Inputs|None,          # test rows, or None
+    va:np.ndarray,             # this fold's validation rows (the rest train)
+    fd:Path,                   # the fold's folder (its weights are written there)
+    stats=None,                # f() -> the backend's compile counts, or None
+)->tuple:                      # (validation predictions, test predictions or None, history, compile cost)
+    "Train one fold's model on the other folds' rows, predict its own rows and the test rows, save its weights, free it"
+    tr = np.setdiff1d(np.arange(n_rows(train)), va)
+    c0 = stats() if stats else None
+    model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr], take(train, va), None if yt is None else yt[va])
+    p_va = backend.predict(cfg, model, take(train, va))
+    p_te = backend.predict(cfg, model, test) if test is not None else None
+    backend.save(model, fd/'weights.safetensors')
+    cost = compile_cost(c0, stats()) if stats else {}   # what this fold compiled: training, validation and prediction
+    backend.free(model); del model; gc.collect()
+    return p_va, p_te, hist, cost
+
+# %% ../nbs/10_kfold.ipynb #e934be0a
+def fold_record(cfg:TrainConfig, y_va, p_va, hist, cost:dict, seconds:float)->dict: # what done.json keeps of a fold
+    "A trained fold's record: its score on its own rows, seconds, speed, memory and compiles"
+    return {'score': score(cfg.task, y_va, p_va), 'seconds': round(seconds, 1), **hist.rate(), **memory_mb(), **cost}
+
+# %% ../nbs/10_kfold.ipynb #2476d370
+def fold_line(i:int, done:dict)->str:
+    "The log line of a trained fold"
+    rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
+    comp = f", {compile_text(done)}" if 'compiles' in done else ''
+    return f"fold {i}: {done['score']} in {done['seconds']}s{rate}{comp}, memory {done.get('rss_mb', 0):.0f} MB"
+
+# %% ../nbs/10_kfold.ipynb #812b877e
+def fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's folds
+    "A fold's scores and costs, as `KFoldResult.fold_scores` lists them"
+    return {'fold': i, **done['score'], **{k: done.get(k) for k in ('seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'rss_mb')},
+            **{k: done.get(k) for k in COMPILE_KEYS if compiled or k in done}}
+
+# %% ../nbs/10_kfold.ipynb #8a051169
+def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list, resumed:list, verbose:bool=True)->KFoldResult:
+    "The out-of-fold score of the folds run, the averaged test predictions, and the run directory's files"
+    covered = np.isin(fold, list(todo))
+    overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
+    test_mean = np.mean(tests, axis=0) if tests else None
+    save_array(out/'oof.npy', oof)
+    if test_mean is not None: save_array(out/'test.npy', test_mean)
+    write_json(out/'metrics.json', {'overall': overall, 'folds': scores})
+    plot_run(out)
+    log(out, f"out-of-fold {overall}", verbose)
+    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed)
+
+# %% ../nbs/10_kfold.ipynb #064acc8e
 def run_kfold(
     backend,                 # a `tpututor.backends.base.Backend` (KerasBackend, XlaBackend, TfBackend, BowBackend)
     cfg:TrainConfig,         # the training configuration
@@ -165,63 +220,39 @@ def run_kfold(
 )->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
-    check_family(cfg.model, getattr(backend, 'name', ''))   # a family this backend cannot run is refused before any work
-    check_options(cfg, getattr(backend, 'name', ''))        # ... and so are LoRA, a model mesh or bf16 weights where it would ignore them
-    n = n_rows(train)
-    yt = check_targets(cfg, y, n)
+    check_run(cfg, getattr(backend, 'name', ''))   # a family this backend cannot run, or options it would ignore: refused before any work
+    n = n_rows(train); yt = check_targets(cfg, y, n)
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)
-    meta = {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend.name,
-            'data': fingerprint(train, yt), 'rows': n, 'test': None if test is None else fingerprint(test)}
     main = getattr(backend, 'is_main', True)           # a multi-host run: process 0 alone reads and writes the run directory
     agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
     if main:
-        open_run(out, meta, overwrite)
+        open_run(out, {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend.name,
+                       'data': fingerprint(train, yt), 'rows': n, 'test': None if test is None else fingerprint(test)}, overwrite)
         save_array(out/'folds.npy', fold)
     todo = range(folds) if only_folds is None else sorted(only_folds)
-    step_rows = cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum
-    cfg = fixed_shapes(cfg, train, test, fold, step_rows)   # every fold pads to lengths fold 0 used: the same programs
+    cfg = fixed_shapes(cfg, train, test, fold, cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum)   # every fold pads to lengths fold 0 used
     stats = getattr(backend, 'compile_stats', None)   # a backend that counts its compiles (JAX, torch_xla)
     if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
     oof, tests, scores, resumed = None, [], [], []
     for i in todo:
-        fd = out/f'fold{i}'
-        tr, va = np.flatnonzero(fold != i), np.flatnonzero(fold == i)
+        fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
         if agree(bool(main and fold_done(fd))):
             if not main: continue
             done, p_va, p_te = load_fold(fd, len(va), test is not None)
             resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
         else:
             if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
-            if main: log(out, f"fold {i}: training on {len(tr)} rows, validating on {len(va)}", verbose)
-            t0, c0 = time.time(), stats() if stats else None
-            model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr], take(train, va), None if yt is None else yt[va])
-            p_va = backend.predict(cfg, model, take(train, va))
-            p_te = backend.predict(cfg, model, test) if test is not None else None
-            backend.save(model, fd/'weights.safetensors')
-            cost = compile_cost(c0, stats()) if stats else {}   # what this fold compiled: training, validation and prediction
-            backend.free(model); del model; gc.collect()
+            if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
+            t0 = time.time()
+            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
             if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
-            done = {'score': score(cfg.task, None if yt is None else yt[va], p_va), 'seconds': round(time.time() - t0, 1), **hist.rate(), **memory_mb(), **cost}
-            save_fold(fd, hist, p_va, p_te, done)
-            rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
-            comp = f", {compile_text(done)}" if 'compiles' in done else ''
-            log(out, f"fold {i}: {done['score']} in {done['seconds']}s{rate}{comp}, memory {done.get('rss_mb', 0):.0f} MB", verbose)
+            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
+            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va
         if p_te is not None: tests.append(p_te)
-        scores.append({'fold': i, **done['score'], 'seconds': done.get('seconds'), 'examples_per_s': done.get('examples_per_s'),
-                       'mfu': done.get('mfu'), 'mfu_datasheet': done.get('mfu_datasheet'), 'rss_mb': done.get('rss_mb'),
-                       **{k: done.get(k) for k in COMPILE_KEYS if stats or k in done}})
-    if not main: return None                           # process 0 returns the result
-    covered = np.isin(fold, list(todo))
-    overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
-    test_mean = np.mean(tests, axis=0) if tests else None
-    save_array(out/'oof.npy', oof)
-    if test_mean is not None: save_array(out/'test.npy', test_mean)
-    write_json(out/'metrics.json', {'overall': overall, 'folds': scores})
-    plot_run(out)
-    log(out, f"out-of-fold {overall}", verbose)
-    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed)
+        scores.append(fold_row(i, done, bool(stats)))
+    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose) if main else None
 
 # %% ../nbs/10_kfold.ipynb #1be090d0
 def plot_run(out)->Path:

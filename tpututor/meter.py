@@ -57,7 +57,7 @@ def train_flops(
             + 6 * H * rel * tokens           # each token against every relative embedding
             + 6 * H * H * rel * passes)      # projecting the relative embeddings: once per pass, not per token
 
-# %% ../nbs/07_meter.ipynb #7c050b08
+# %% ../nbs/07_meter.ipynb #6854f56e
 _READERS = {}   # model_type -> reader(get) -> `_dims(...)`; each family's cell adds its own
 
 def config_getter(
@@ -66,6 +66,7 @@ def config_getter(
     "Read one field of a config, whether it is a transformers config object or the dict of its config.json"
     return config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
 
+# %% ../nbs/07_meter.ipynb #b9e66f39
 def _need(
     get,     # reads one key of the config
     *keys,   # names of integer sizes
@@ -75,6 +76,7 @@ def _need(
     if missing: raise ValueError(f"it has no {', '.join(missing)}")
     return [int(get(k)) for k in keys]
 
+# %% ../nbs/07_meter.ipynb #1b30ba15
 def _guess_type(
     get,    # reads one key of the config
 )->str:     # a key of `_READERS`
@@ -129,7 +131,7 @@ def _albert(
 
 _READERS['albert'] = _albert
 
-# %% ../nbs/07_meter.ipynb #80ee3f97
+# %% ../nbs/07_meter.ipynb #a7ee2284
 def _projection(
     get,     # reads one key of the config
     H:int,   # hidden size
@@ -138,6 +140,7 @@ def _projection(
     E = get('embedding_size')
     return 0 if E is None or int(E) == H else int(E) * H
 
+# %% ../nbs/07_meter.ipynb #2f3e30be
 def _electra(
     get,   # reads one key of the config
 )->dict:   # `_dims`
@@ -187,12 +190,13 @@ def _decoder(
 
 _READERS.update(dict.fromkeys(('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text'), _decoder))
 
-# %% ../nbs/07_meter.ipynb #0be88073
+# %% ../nbs/07_meter.ipynb #5c467e74
 def cache_dir()->Path: # where measured figures are kept between runs
     "`$TPUTUTOR_CACHE`, else `$XDG_CACHE_HOME/tpututor`, else ~/.cache/tpututor"
     d = os.environ.get('TPUTUTOR_CACHE') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor'
     return Path(d)
 
+# %% ../nbs/07_meter.ipynb #42c54060
 _PEAKS = {}
 
 def cached_peak(
@@ -213,6 +217,7 @@ def cached_peak(
     _PEAKS[key] = float(known[key])
     return _PEAKS[key]
 
+# %% ../nbs/07_meter.ipynb #78b00420
 def best_rate(
     run,              # f() that does the work once and waits for it to finish
     flops:float,      # FLOPs of one call
@@ -224,6 +229,7 @@ def best_rate(
         t0 = time.perf_counter(); run(); best = min(best, time.perf_counter() - t0)
     return flops / max(best, 1e-9)
 
+# %% ../nbs/07_meter.ipynb #aa36d30d
 def host_name()->str: # the CPU model and core count, a cache key for CPU figures
     "What this host's CPU is, for cache keys and reports"
     cpu = platform.processor() or platform.machine()
@@ -256,9 +262,10 @@ def datasheet_peak(
             return None if t is None else t * 1e12
     return None
 
-# %% ../nbs/07_meter.ipynb #44ca5f84
+# %% ../nbs/07_meter.ipynb #a3c0e703
 def _pct(x:float)->str: return f'{x:.1%}' if x >= 0.01 or x == 0 else f'{x * 100:.2g}%'
 
+# %% ../nbs/07_meter.ipynb #ebc328c3
 def mfu_text(
     measured:float|None=None,  # MFU against the measured peak
     datasheet:float|None=None, # MFU against the datasheet peak
@@ -268,6 +275,7 @@ def mfu_text(
         return f"MFU {_pct(datasheet)} of datasheet peak" + ('' if measured is None else f" ({_pct(measured)} of measured)")
     return '' if measured is None else f"MFU {_pct(measured)} of measured peak"
 
+# %% ../nbs/07_meter.ipynb #500a46fa
 class Throughput:
     "Examples per second and model FLOPs utilisation of a training run, from the rows and padded lengths of its steps"
     def __init__(self,

@@ -10,10 +10,10 @@ from .meter import model_dims, train_flops, config_getter
 from .specs import TPU_SPECS, tpu_spec
 
 # %% auto #0
-__all__ = ['DECODER_TYPES', 'PRECISIONS', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'accelerator_of',
-           'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
+__all__ = ['DECODER_TYPES', 'PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan',
+           'accelerator_of', 'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
 
-# %% ../nbs/08_plan.ipynb #841cf568
+# %% ../nbs/08_plan.ipynb #6dc60ffe
 DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')   # model types of the decoder LLMs `model_dims` reads
 
 def _decoder_params(d:dict, get)->int:
@@ -24,6 +24,7 @@ def _decoder_params(d:dict, get)->int:
     norms += L * (h + 2 * kv) * hd if mt == 'qwen2' else L * 2 * hd if mt in ('qwen3', 'gemma3_text') else 0
     return d['matmul_params'] + norms + get('vocab_size') * H * (1 if get('tie_word_embeddings', mt.startswith('gemma')) else 2)
 
+# %% ../nbs/08_plan.ipynb #55dfb3ba
 def param_count(
     config,   # a transformers config (or its dict) of an encoder or decoder LLM `model_dims` reads
 )->int:       # weights of the encoder and its pooler, or of the decoder
@@ -36,9 +37,13 @@ def param_count(
     emb = sum(get(k, 0) or 0 for k in ('vocab_size', 'max_position_embeddings', 'type_vocab_size')) * H + 2 * H
     return d['matmul_params'] + d.get('extra_params', 0) + L * small + emb + H * H + H
 
-# %% ../nbs/08_plan.ipynb #8e7a027f
-PRECISIONS = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}   # (bytes of a variable, bytes of an activation)
+# %% ../nbs/08_plan.ipynb #5a7c4daf
+PRECISION_BYTES = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}   # (bytes of a variable, bytes of an activation)
+
+# %% ../nbs/08_plan.ipynb #32dec5af
 ACTIVATIONS = dict(hidden=6, ffn=2, scores=9.4)   # values kept per token and layer for the backward pass (fitted to XLA below)
+
+# %% ../nbs/08_plan.ipynb #974b7902
 DECODER_ACTIVATIONS = dict(hidden=6, ffn=3, scores=4.4)   # a decoder's: a gated MLP (three F-wide tensors), no dropout on the attention weights
 
 def memory_plan(
@@ -52,7 +57,7 @@ def memory_plan(
     params:int|None=None,    # parameter count (default: `param_count(config)`)
 )->dict:                     # bytes per device: weights, gradients, optimizer, activations, total; and the sizes used
     "The memory one training step needs on each device, before anything compiles"
-    if precision not in PRECISIONS: raise ValueError(f"precision={precision!r}: use one of {list(PRECISIONS)}")
+    if precision not in PRECISION_BYTES: raise ValueError(f"precision={precision!r}: use one of {list(PRECISION_BYTES)}")
     for k, v in dict(max_len=max_len, batch_size=batch_size, model_parallel=model_parallel).items():
         if not isinstance(v, int) or v < 1: raise ValueError(f"{k}={v!r} must be a whole number >= 1")
     d = model_dims(config)
@@ -61,7 +66,7 @@ def memory_plan(
     P = params or param_count(config)
     head = H * n_outputs + n_outputs
     T = P + head if not lora else L * 2 * 2 * lora * H + head
-    vb, ab = PRECISIONS[precision]
+    vb, ab = PRECISION_BYTES[precision]
     k, m = DECODER_ACTIVATIONS if config_getter(config)('model_type') in DECODER_TYPES else ACTIVATIONS, model_parallel
     split = k['ffn'] * F / m + k['scores'] * a * max_len / (m if a % m == 0 else 1)   # MLP-wide and per-head tensors split over the model axis
     per_row = max_len * L * (k['hidden'] * H + split) * ab                         # hidden-wide ones: every device of the group holds them whole
@@ -70,13 +75,14 @@ def memory_plan(
     out['total'] = sum(out.values())
     return dict(out, per_row=per_row, params=P + head, trainable=T)
 
-# %% ../nbs/08_plan.ipynb #b4256e45
+# %% ../nbs/08_plan.ipynb #314820fb
 def accelerator_of(
     device_kind:str,   # what JAX calls a device: 'TPU v5 lite', 'TPU v6 lite', 'cpu'
 )->str|None:           # an accelerator of `TPU_SPECS` with that device (its HBM per device is what counts), or None (not a TPU)
     "The `TPU_SPECS` accelerator whose devices are `device_kind`"
     return next((r['accelerator'] for r in TPU_SPECS if r.get('device_kind', '').lower() == (device_kind or '').lower()), None)
 
+# %% ../nbs/08_plan.ipynb #80961332
 def hbm_bytes(
     accelerator:str='v5e-8', # a row of `TPU_SPECS`
 )->float:                    # bytes of HBM one device sees
@@ -84,6 +90,7 @@ def hbm_bytes(
     r = tpu_spec(accelerator)
     return r['hbm_gb_per_chip'] * 1e9 / r['devices_per_chip']
 
+# %% ../nbs/08_plan.ipynb #2c3939d1
 def largest_batch(
     plan:dict,           # from `memory_plan`
     hbm:float,           # bytes per device (`hbm_bytes`)
@@ -93,6 +100,7 @@ def largest_batch(
     free = hbm * (1 - margin) - (plan['weights'] + plan['gradients'] + plan['optimizer'])
     return max(0, int(free // plan['per_row']))
 
+# %% ../nbs/08_plan.ipynb #c98e2eae
 def check_fits(
     config,                  # as for `memory_plan`
     max_len:int,             # tokens per row
@@ -115,12 +123,13 @@ def check_fits(
                           f"device's {gb(hbm)}: use {' or '.join(_what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin))}")
     return plan
 
+# %% ../nbs/08_plan.ipynb #192ffeec
 def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin)->list:
     "What would fit, cheapest change first: a smaller batch; half the length; fewer bytes a weight; more devices a copy; LoRA; a TPU with more HBM"
     def best(acc, prec, mp, lo):   # the largest batch (or 0) with these settings
         return largest_batch(memory_plan(config, max_len, batch_size, prec, lo, mp), hbm_bytes(acc), margin)
     devices = lambda acc: tpu_spec(acc)['chips'] * tpu_spec(acc)['devices_per_chip']
-    cheaper = [p for p in PRECISIONS if PRECISIONS[p] <= PRECISIONS[precision]]   # this one first, then the smaller ones
+    cheaper = [p for p in PRECISION_BYTES if PRECISION_BYTES[p] <= PRECISION_BYTES[precision]]   # this one first, then the smaller ones
     out = [f"batch_size={best(accelerator, precision, model_parallel, lora)}"] if best(accelerator, precision, model_parallel, lora) else []
     half = memory_plan(config, max_len // 2, batch_size, precision, lora, model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
     out += [f"max_len={max_len // 2}"] if max_len > 1 and half else []

@@ -14,10 +14,11 @@ import numpy as np
 __all__ = ['RUN_FILES', 'RunDirError', 'atomic_write', 'write_text', 'write_json', 'read_json', 'save_array', 'load_array',
            'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'assign_weights']
 
-# %% ../nbs/05_rundir.ipynb #9c0bbdf7
+# %% ../nbs/05_rundir.ipynb #251265ab
 class RunDirError(RuntimeError):
     "The run directory is unusable: corrupted, or from a different configuration"
 
+# %% ../nbs/05_rundir.ipynb #aa23a42a
 def atomic_write(
     path,    # the file to (re)write
     write,   # f(temporary_path) that writes the whole file there
@@ -30,43 +31,50 @@ def atomic_write(
         if os.path.exists(tmp): os.unlink(tmp)
     return path
 
+# %% ../nbs/05_rundir.ipynb #c1f0c961
 def _json_default(o):
     if isinstance(o, np.generic): return o.item()
     if isinstance(o, np.ndarray): return o.tolist()
     if hasattr(o, 'to_dict'): return o.to_dict()
     raise TypeError(f'{type(o).__name__} is not JSON serialisable')
 
+# %% ../nbs/05_rundir.ipynb #1e4c5c22
 def write_text(path, text:str)->Path:
     "Write `text` to `path` atomically"
     return atomic_write(path, lambda t: Path(t).write_text(text))
 
+# %% ../nbs/05_rundir.ipynb #63ca830f
 def write_json(path, obj)->Path:
     "Write `obj` as JSON to `path` atomically (numpy values and objects with `to_dict` included)"
     return write_text(path, json.dumps(obj, indent=1, default=_json_default))
 
+# %% ../nbs/05_rundir.ipynb #35f23a1b
 def read_json(path):
     "Read JSON, raising `RunDirError` naming the file when it is corrupted"
     try: return json.loads(Path(path).read_text())
     except (ValueError, UnicodeDecodeError) as e:
         raise RunDirError(f"{path} is corrupted ({e}). Delete it, or rerun with overwrite to start the run afresh.") from None
 
+# %% ../nbs/05_rundir.ipynb #e596ad71
 def save_array(path, a)->Path:
     "Save numpy array `a` to `path` (.npy) atomically, without pickle"
     def w(t):
         with open(t, 'wb') as f: np.save(f, np.asarray(a), allow_pickle=False)
     return atomic_write(path, w)
 
+# %% ../nbs/05_rundir.ipynb #d8a2aea3
 def load_array(path)->np.ndarray:
     "Load a .npy written by `save_array`; a corrupted file raises `RunDirError` naming it"
     try: return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
         raise RunDirError(f"{path} is corrupted or unreadable ({e}). Delete it (or the whole fold folder) and rerun to redo that fold.") from None
 
+# %% ../nbs/05_rundir.ipynb #c2cdaa3b
 def write_csv(df, path)->Path:
     "Write DataFrame `df` as CSV atomically"
     return atomic_write(path, lambda t: df.to_csv(t, index=False))
 
-# %% ../nbs/05_rundir.ipynb #058fc036
+# %% ../nbs/05_rundir.ipynb #840b8cd1
 RUN_FILES = ('oof.npy', 'test.npy', 'metrics.json', 'folds.npy', 'loss.png', 'folds.png', 'run.json',
              'submission.csv', 'predictions.csv', 'summary.json', 'cli.json')
 
@@ -98,17 +106,19 @@ def open_run(
     write_json(rj, meta)
     return out
 
+# %% ../nbs/05_rundir.ipynb #ae7b5e3d
 def log(out, msg:str, verbose:bool=True):
     "Print `msg` (when `verbose`) and append it with the time to `out`/log.txt"
     line = f"{time.strftime('%H:%M:%S')} {msg}"
     if verbose: print(line, flush=True)
     with open(Path(out)/'log.txt', 'a') as fh: fh.write(line + '\n')
 
-# %% ../nbs/05_rundir.ipynb #fc2bdd8c
+# %% ../nbs/05_rundir.ipynb #d7c7cc21
 def fold_done(fd)->bool:
     "Whether fold folder `fd` was finished (its `done.json` written)"
     return (Path(fd)/'done.json').exists()
 
+# %% ../nbs/05_rundir.ipynb #150e7562
 def save_fold(
     fd,               # the fold's folder
     history,          # its training history (a `History` or a dict)
@@ -123,6 +133,7 @@ def save_fold(
     if test is not None: save_array(fd/'test.npy', test)
     write_json(fd/'done.json', done)
 
+# %% ../nbs/05_rundir.ipynb #49d4729a
 def load_fold(
     fd,               # the fold's folder
     n_valid:int,      # rows the fold validates on

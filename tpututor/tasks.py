@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['LOSSES_NP', 'TASK_TABLE', 'TASK', 'TASKS', 'PAIR_TASKS', 'class_metrics', 'spearman_metrics', 'regression_metrics',
            'pair_metrics', 'Task', 'get_task']
 
-# %% ../nbs/02_tasks.ipynb #a090e28e
+# %% ../nbs/02_tasks.ipynb #ef250aa1
 def class_metrics(y, pred)->dict: # accuracy, f1 (binary) or f1_macro, and ROC AUC where every class occurs
     "Metrics of class probabilities `pred` (n, classes) against class ids `y`"
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
@@ -28,6 +29,7 @@ def class_metrics(y, pred)->dict: # accuracy, f1 (binary) or f1_macro, and ROC A
         if len(np.unique(y)) == pred.shape[1]: out['roc_auc_ovr'] = roc_auc_score(y, pred / pred.sum(1, keepdims=True), multi_class='ovr')
     return {k: float(v) for k, v in out.items()}
 
+# %% ../nbs/02_tasks.ipynb #c1ed3a32
 def spearman_metrics(y, pred)->dict: # mean column-wise Spearman correlation (QUEST's metric)
     "Mean Spearman correlation over the target columns that vary"
     from scipy.stats import spearmanr
@@ -35,28 +37,36 @@ def spearman_metrics(y, pred)->dict: # mean column-wise Spearman correlation (QU
     cols = [spearmanr(y[:, j], pred[:, j]).statistic for j in range(y.shape[1]) if np.ptp(y[:, j]) > 0 and np.ptp(pred[:, j]) > 0]
     return {'spearman': float(np.mean(cols)) if cols else float('nan')}
 
+# %% ../nbs/02_tasks.ipynb #640621a8
 def regression_metrics(y, pred)->dict: # spearman and rmse
     "Spearman correlation and root mean squared error"
     pred = np.asarray(pred, np.float64); y = np.asarray(y, np.float64).reshape(len(pred), -1)
     return {**spearman_metrics(y, pred), 'rmse': float(np.sqrt(((y - pred) ** 2).mean()))}
 
+# %% ../nbs/02_tasks.ipynb #ee8bc724
 def pair_metrics(y, pred)->dict: # pair_agreement: how often the first text of a pair scores higher
     "Share of (more, less) pairs ranked the right way round; `y` is unused, the order is the label"
     pred = np.asarray(pred, np.float64)
     return {'pair_agreement': float((pred[:, 0] > pred[:, 1]).mean())}
 
-# %% ../nbs/02_tasks.ipynb #e28a05bb
+# %% ../nbs/02_tasks.ipynb #0d09bd3d
 _EPS = 1e-7
 def _xent(y, p, m): return -np.mean(np.log(np.clip(p[np.arange(len(p)), np.asarray(y)], _EPS, 1 - _EPS)))
+
+# %% ../nbs/02_tasks.ipynb #a60a8ad3
 def _bxent(y, p, m):
     q, y = np.clip(p, _EPS, 1 - _EPS), np.asarray(y, np.float64).reshape(p.shape)
     return -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))
+
+# %% ../nbs/02_tasks.ipynb #8a5aafda
 def _mse(y, p, m): return np.mean((np.asarray(y, np.float64).reshape(p.shape) - p) ** 2)
+
+# %% ../nbs/02_tasks.ipynb #e5fcf244
 def _margin(y, p, m): return np.mean(np.maximum(0, m - (p[:, 0] - p[:, 1])))
 
 LOSSES_NP = {'cross_entropy': _xent, 'binary_cross_entropy': _bxent, 'mse': _mse, 'margin': _margin}
 
-# %% ../nbs/02_tasks.ipynb #88511c7b
+# %% ../nbs/02_tasks.ipynb #f390155d
 @dataclass(frozen=True)
 class Task:
     "One row of the task table"
@@ -78,47 +88,6 @@ class Task:
         if self.max_outputs is not None and n > self.max_outputs:
             raise ValueError(f"{self.name} predicts one score per text: n_outputs must be {self.max_outputs}, got {n}")
 
-    def check(self,
-        y,              # labels: (n,) class ids or (n, k) floats; None for ranking
-        n:int,          # rows of the inputs
-        n_outputs:int,  # classes or target columns
-    )->np.ndarray|None: # int64 (n,) for classes, float32 (n, k) otherwise, None when the order is the label
-        "Targets in the task's dtype and shape, or a ValueError naming the bad rows"
-        if self.targets is None: return None
-        if y is None: raise ValueError(f"task {self.name!r} needs labels, got None")
-        y = np.asarray(y)
-        if len(y) != n: raise ValueError(f"labels have {len(y)} rows but the inputs have {n}")
-        if y.dtype.kind not in 'biuf': raise ValueError(f"labels must be numbers, got dtype {y.dtype} (first values {y[:3].tolist()})")
-        bad = np.flatnonzero(~np.isfinite(y.astype(float)).reshape(n, -1).all(1))
-        if len(bad): raise ValueError(f"labels have {len(bad)} missing or infinite value(s), in rows {bad[:5].tolist()}{' ...' if len(bad) > 5 else ''}: drop or fill them")
-        if self.targets == 'classes':
-            if y.ndim != 1: raise ValueError(f"{self.name} labels must be one class id per row, got shape {y.shape}")
-            if (y != np.round(y)).any(): raise ValueError(f"class ids must be whole numbers, got e.g. {y[y != np.round(y)][:3].tolist()}")
-            out = np.flatnonzero((y < 0) | (y >= n_outputs))
-            if len(out): raise ValueError(f"class ids must be in 0..{n_outputs-1} (n_outputs={n_outputs}); rows {out[:5].tolist()} have {y[out[:5]].tolist()}")
-            return y.astype(np.int64)
-        y = y.astype(np.float32).reshape(n, -1)
-        if y.shape[1] != n_outputs: raise ValueError(f"{self.name} expects {n_outputs} target column(s), got {y.shape[1]}")
-        if self.targets == 'unit' and ((y < 0) | (y > 1)).any():
-            raise ValueError(f"{self.name} targets must lie in [0, 1] (they go through a sigmoid); got min {y.min()}, max {y.max()}. Use task='regression' for other ranges")
-        return y
-
-    def activate(self, out:np.ndarray)->np.ndarray: # predictions, float32
-        "The head's raw outputs (logits) turned into predictions, in numpy"
-        out = np.asarray(out, np.float32)
-        if self.activation == 'softmax':
-            e = np.exp(out - out.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
-        if self.activation == 'sigmoid': return 1 / (1 + np.exp(-out))
-        return out
-
-    def loss_np(self,
-        y,               # targets as `check` returns them (None when the order is the label)
-        pred,            # predictions (after the activation): (n, classes), (n, k), or (n, 2) scores of (more, less)
-        margin:float=0.5,# ranking margin
-    )->float:            # mean loss
-        "The task's loss computed from predictions, in numpy: every backend's validation loss"
-        return float(LOSSES_NP[self.loss](y, np.asarray(pred, np.float64), margin))
-
 TASK_TABLE = (
     Task('classification', pair=False, targets='classes', head='linear',  activation='softmax', loss='cross_entropy',
          metrics=class_metrics, main='accuracy', min_outputs=2),
@@ -135,6 +104,54 @@ TASK = {t.name: t for t in TASK_TABLE}
 TASKS = tuple(TASK)
 PAIR_TASKS = tuple(t.name for t in TASK_TABLE if t.pair)
 
+# %% ../nbs/02_tasks.ipynb #ff3ed6aa
+@patch
+def check(self:Task,
+    y,              # labels: (n,) class ids or (n, k) floats; None for ranking
+    n:int,          # rows of the inputs
+    n_outputs:int,  # classes or target columns
+)->np.ndarray|None: # int64 (n,) for classes, float32 (n, k) otherwise, None when the order is the label
+    "Targets in the task's dtype and shape, or a ValueError naming the bad rows"
+    if self.targets is None: return None
+    if y is None: raise ValueError(f"task {self.name!r} needs labels, got None")
+    y = np.asarray(y)
+    if len(y) != n: raise ValueError(f"labels have {len(y)} rows but the inputs have {n}")
+    if y.dtype.kind not in 'biuf': raise ValueError(f"labels must be numbers, got dtype {y.dtype} (first values {y[:3].tolist()})")
+    bad = np.flatnonzero(~np.isfinite(y.astype(float)).reshape(n, -1).all(1))
+    if len(bad): raise ValueError(f"labels have {len(bad)} missing or infinite value(s), in rows {bad[:5].tolist()}{' ...' if len(bad) > 5 else ''}: drop or fill them")
+    if self.targets == 'classes':
+        if y.ndim != 1: raise ValueError(f"{self.name} labels must be one class id per row, got shape {y.shape}")
+        if (y != np.round(y)).any(): raise ValueError(f"class ids must be whole numbers, got e.g. {y[y != np.round(y)][:3].tolist()}")
+        out = np.flatnonzero((y < 0) | (y >= n_outputs))
+        if len(out): raise ValueError(f"class ids must be in 0..{n_outputs-1} (n_outputs={n_outputs}); rows {out[:5].tolist()} have {y[out[:5]].tolist()}")
+        return y.astype(np.int64)
+    y = y.astype(np.float32).reshape(n, -1)
+    if y.shape[1] != n_outputs: raise ValueError(f"{self.name} expects {n_outputs} target column(s), got {y.shape[1]}")
+    if self.targets == 'unit' and ((y < 0) | (y > 1)).any():
+        raise ValueError(f"{self.name} targets must lie in [0, 1] (they go through a sigmoid); got min {y.min()}, max {y.max()}. Use task='regression' for other ranges")
+    return y
+
+# %% ../nbs/02_tasks.ipynb #02d45098
+@patch
+def activate(self:Task, out:np.ndarray)->np.ndarray: # predictions, float32
+    "The head's raw outputs (logits) turned into predictions, in numpy"
+    out = np.asarray(out, np.float32)
+    if self.activation == 'softmax':
+        e = np.exp(out - out.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
+    if self.activation == 'sigmoid': return 1 / (1 + np.exp(-out))
+    return out
+
+# %% ../nbs/02_tasks.ipynb #a1d68d90
+@patch
+def loss_np(self:Task,
+    y,               # targets as `check` returns them (None when the order is the label)
+    pred,            # predictions (after the activation): (n, classes), (n, k), or (n, 2) scores of (more, less)
+    margin:float=0.5,# ranking margin
+)->float:            # mean loss
+    "The task's loss computed from predictions, in numpy: every backend's validation loss"
+    return float(LOSSES_NP[self.loss](y, np.asarray(pred, np.float64), margin))
+
+# %% ../nbs/02_tasks.ipynb #3cab6591
 def get_task(name:str)->Task: # the row of task `name`
     "The table row of task `name`, or a ValueError listing the tasks"
     if name not in TASK: raise ValueError(f"task={name!r} is not one of {', '.join(TASKS)}")

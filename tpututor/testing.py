@@ -8,7 +8,8 @@ Docs: https://tpututor.github.io/tpututor/testing.html.md"""
 from __future__ import annotations
 import hashlib, json, os
 from pathlib import Path
-from .models.families import FAMILIES, DECODERS, family_of, check_family, model_config
+from .models.families import FAMILIES, DECODERS, family_of
+from .models.checkpoint import check_family, model_config
 
 # %% auto #0
 __all__ = ['FRAMEWORKS', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config', 'tiny_checkpoint', 'try_model',
@@ -52,7 +53,7 @@ def train_tokenizer(
     else: tok.post_processor = processors.TemplateProcessing(single='<bos> $A', pair='<bos> $A $B:1', special_tokens=[('<bos>', ids['<bos>'])])
     return tok
 
-# %% ../nbs/12_testing.ipynb #37bcce5f
+# %% ../nbs/12_testing.ipynb #a19ed024
 def tiny_config(
     arch:str='bert',      # 'bert' or 'roberta'
     vocab_size:int=2000,  # must match the tokenizer's vocabulary
@@ -70,6 +71,7 @@ def tiny_config(
     if arch == 'roberta': return RobertaConfig(max_position_embeddings=max_len+2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, **common)
     raise ValueError(f"arch must be 'bert' or 'roberta', got {arch!r}")
 
+# %% ../nbs/12_testing.ipynb #bf338dde
 def tiny_model_dir(
     path:str|Path,        # folder to write (created)
     texts,                # texts to train the tokenizer on
@@ -88,7 +90,7 @@ def tiny_model_dir(
     tiny_config(arch, tok.get_vocab_size(), **kwargs).save_pretrained(path)
     return path
 
-# %% ../nbs/12_testing.ipynb #342051b4
+# %% ../nbs/12_testing.ipynb #64812110
 def _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs):
     "A decoder's config at a tiny size, with its real switches: grouped-query attention (kv heads fewer than heads), Gemma's single kv head and tanh GELU, Qwen's tied embeddings"
     from transformers import AutoConfig
@@ -100,6 +102,7 @@ def _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **k
           'mistral': dict(tie_word_embeddings=False, sliding_window=None)}[family] | kwargs
     return AutoConfig.for_model(DECODERS[family]['model_types'][0], **c)
 
+# %% ../nbs/12_testing.ipynb #3b992cd4
 def tiny_family_config(
     family:str,           # a key of `FAMILIES` or `DECODERS`
     vocab_size:int=500,   # must match the tokenizer's vocabulary
@@ -128,6 +131,7 @@ def tiny_family_config(
          }.get(family, {}) | kwargs
     return AutoConfig.for_model(FAMILIES[family]['model_type'], **c)
 
+# %% ../nbs/12_testing.ipynb #c0f3d727
 def tiny_checkpoint(
     path:str|Path,        # folder to write (created)
     texts,                # texts to train the tokenizer on
@@ -156,7 +160,7 @@ def tiny_checkpoint(
     model.save_pretrained(path, safe_serialization=True)
     return path
 
-# %% ../nbs/12_testing.ipynb #e0304439
+# %% ../nbs/12_testing.ipynb #c384d6ed
 def _matrix_data(folder, task:str, rows:int, max_len:int):
     "Inputs and targets from the first `rows` of the real reviews: single texts, or pairs labelled 'same sentiment'"
     import numpy as np
@@ -168,6 +172,7 @@ def _matrix_data(folder, task:str, rows:int, max_len:int):
         return (encode(tok, text[:rows], max_len=max_len), encode(tok, text[rows:], max_len=max_len)), (y[:rows] == y[rows:]).astype('float32')[:, None]
     return encode(tok, text[:rows], max_len=max_len), y[:rows]
 
+# %% ../nbs/12_testing.ipynb #2db01a1b
 def try_model(
     backend,                    # a backend object (`tpututor.backends.base.get_backend(name)`)
     folder,                     # a Hugging Face checkpoint folder
@@ -198,6 +203,7 @@ def try_model(
         if hasattr(backend, 'free'): backend.free(model)
     return dict(status=status, seconds=round(time.perf_counter() - t0, 1), error=error)
 
+# %% ../nbs/12_testing.ipynb #ab256801
 def run_matrix(
     backend:str,         # a backend name: 'keras', 'xla', 'tf', 'torch', 'bow'
     runs,                # (folder, task) pairs, or folders (classification)
@@ -215,6 +221,7 @@ def run_matrix(
         rows.append(r)
     return rows
 
+# %% ../nbs/12_testing.ipynb #b07dbe75
 def main(argv=None):
     "python -m tpututor.testing BACKEND FOLDER... [--task TASK]: the family matrix on your own checkpoints"
     import argparse, sys
@@ -229,12 +236,13 @@ def main(argv=None):
 
 if __name__ == '__main__' and '__file__' in globals(): raise SystemExit(main())   # python -m tpututor.testing
 
-# %% ../nbs/12_testing.ipynb #9d22a233
+# %% ../nbs/12_testing.ipynb #2eabb61f
 def rehearsal()->bool: # True while the tests run a tutorial's TPU setting on this machine
     "Is this a rehearsal of a TPU setting (`TPUTUTOR_REHEARSE=1`)?"
     import os
     return os.environ.get('TPUTUTOR_REHEARSE', '') not in ('', '0')
 
+# %% ../nbs/12_testing.ipynb #ddeac7c7
 def tpu_model(
     name:str,     # the model the TPU setting trains, e.g. 'roberta-base'
     family:str,   # its family (a key of `FAMILIES`)
@@ -246,6 +254,7 @@ def tpu_model(
     return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')), rotten_tomatoes().text.tolist()[:1000], family, 'hub',
                                max_len=512))   # as many positions as the real checkpoints: any length a TPU setting picks
 
+# %% ../nbs/12_testing.ipynb #99125439
 def tpu_rows(
     n:int|None,    # the TPU setting's row count (None: all)
     cut:int=256,   # rows in a rehearsal

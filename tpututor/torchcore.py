@@ -17,7 +17,7 @@ from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, ro
 from .tasks import Task
 from .encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models.hub import resolve_model, has_weights
-from .models.families import check_family
+from .models.checkpoint import checkpoint
 from .devices.compiles import CompileWatcher
 from .meter import Throughput, model_dims, datasheet_peak, cached_peak, best_rate, host_name
 from .devices.ops import compile_cache_dir
@@ -25,11 +25,13 @@ from .rundir import atomic_write
 from .backends.base import EpochLoop
 from .devices.torch import TorchDevice, device_layer
 from fastcore.basics import patch
+from .backends.base import prepare_fit
 
 # %% auto #0
 __all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool',
            'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer', 'predict',
-           'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'fit_model']
+           'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'train_data', 'run_epoch',
+           'fit_model']
 
 # %% ../nbs/09_torchcore.ipynb #981dbfeb
 def length_buckets(
@@ -39,13 +41,15 @@ def length_buckets(
     "The sequence lengths training batches are cut to"
     return [width(data)] if n == 0 else choose_buckets(row_lengths(data), n, max_len=width(data))
 
-# %% ../nbs/09_torchcore.ipynb #87286473
+# %% ../nbs/09_torchcore.ipynb #9cfaf62e
 def _cols(a, L):
     "`a` cut, or zero-padded, to `L` columns"
     return a[:, :L] if a.shape[1] >= L else np.pad(a, ((0, 0), (0, L - a.shape[1])))
 
+# %% ../nbs/09_torchcore.ipynb #fea7cbb6
 def as_is(batch): return batch  # collate_fn: `__getitems__` already built the batch
 
+# %% ../nbs/09_torchcore.ipynb #74c19bd4
 class EncodedDataset:
     "Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its longest row"
     def __init__(self,
@@ -70,7 +74,7 @@ class EncodedDataset:
         return out
     def __getitem__(self, i): return {k: v[0] for k, v in self.__getitems__([i]).items()}
 
-# %% ../nbs/09_torchcore.ipynb #eb4a9d4d
+# %% ../nbs/09_torchcore.ipynb #d1c22d51
 def train_batches(
     ds:EncodedDataset, # the training rows
     batch_size:int,    # rows per micro-batch (the global batch on many devices)
@@ -81,10 +85,12 @@ def train_batches(
     groups = bucket_batches(ds.lengths, ds.buckets, batch_size * grad_accum, shuffle=True, seed=seed, drop_last=True)
     return [idx[i * batch_size:(i + 1) * batch_size] for _, idx in groups for i in range(grad_accum)]
 
+# %% ../nbs/09_torchcore.ipynb #6d862663
 def train_loader(ds:EncodedDataset, batch_size:int, grad_accum:int=1, seed:int=0): # a `torch.utils.data.DataLoader`
     "DataLoader over `train_batches`"
     return torch.utils.data.DataLoader(ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=as_is)
 
+# %% ../nbs/09_torchcore.ipynb #0dd30282
 def predict_batches(
     ds:EncodedDataset, # the rows to predict
     batch_size:int,    # rows per batch
@@ -93,12 +99,13 @@ def predict_batches(
     return [(np.concatenate([idx, np.repeat(idx[-1:], batch_size - len(idx))]), len(idx))
             for _, idx in bucket_batches(ds.lengths, ds.buckets, batch_size, shuffle=False, drop_last=False)]
 
-# %% ../nbs/09_torchcore.ipynb #4890e2e6
+# %% ../nbs/09_torchcore.ipynb #08a80057
 def mean_pool(hidden, mask): # (batch, hidden)
     "Average of the hidden states of the real tokens"
     m = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
 
+# %% ../nbs/09_torchcore.ipynb #f6e4a8be
 class TaskModel(nn.Module):
     "A transformer encoder and the head its task's row names; both texts of a pair go through the one encoder"
     def __init__(self,
@@ -161,12 +168,13 @@ def static_masks()->bool: # True when transformers had a mask skip to turn off (
     if 'allow_is_bidirectional_skip' in inspect.signature(sdpa_mask).parameters: AttentionMaskInterface.register('sdpa', on_device(sdpa_mask))
     return True
 
-# %% ../nbs/09_torchcore.ipynb #51a5cf79
+# %% ../nbs/09_torchcore.ipynb #4a778b93
 def _quiet_transformers():
     import transformers
     level = transformers.logging.get_verbosity(); transformers.logging.set_verbosity_error()
     return level
 
+# %% ../nbs/09_torchcore.ipynb #91b86119
 def _load_encoder(path, conf, weights:bool, attention:str):
     "The encoder of `path`, with its weights or from its config, without BERT's pooler where the class can leave it out"
     from transformers import AutoModel
@@ -177,6 +185,7 @@ def _load_encoder(path, conf, weights:bool, attention:str):
         except TypeError:
             if not kw: raise
 
+# %% ../nbs/09_torchcore.ipynb #3c10f9ef
 def build_model(
     cfg:TrainConfig,      # uses model, task, n_outputs, dropout, seed
     pretrained:bool=True, # load pretrained weights when the model has them (False: the architecture only, e.g. to load a checkpoint into)
@@ -187,17 +196,15 @@ def build_model(
     layer.prepare()   # before transformers
     import transformers
     static_masks()    # one graph per step on transformers 4.57 and 5
-    from transformers import AutoConfig
-    check_family(cfg.model, layer.name)
-    path = resolve_model(cfg.model)
-    conf = AutoConfig.from_pretrained(path)
+    ck = checkpoint(cfg.model).check(layer.name)
+    path, conf = ck.path, ck.hf_config()
     if getattr(conf, 'reference_compile', False) is not False: conf.reference_compile = False   # ModernBERT: the layer decides what compiles
     if cfg.dropout is not None:
         for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout'):
             if hasattr(conf, k): setattr(conf, k, cfg.dropout)
     torch.manual_seed(cfg.seed)
     layer.seed(cfg.seed)   # dropout on the device: a fold trained after others must match one trained first
-    weights = pretrained and (has_weights(path) or not Path(path).exists())   # a hub id: from_pretrained fetches them
+    weights = pretrained and (has_weights(path) or not ck.local)   # a hub id: from_pretrained fetches them
     level = _quiet_transformers()   # "weights of the pooler were not used": expected, we pool ourselves
     try:
         try: enc = _load_encoder(path, conf, weights, layer.attention)
@@ -225,7 +232,7 @@ def make_optimizer(model:nn.Module, cfg:TrainConfig, layer:TorchDevice|None=None
     "The layer's AdamW over `model`, with `cfg.weight_decay` on the weight matrices only"
     return (layer or device_layer(model)).optimizer(param_groups(model, cfg.weight_decay), cfg.lr)
 
-# %% ../nbs/09_torchcore.ipynb #82e82b77
+# %% ../nbs/09_torchcore.ipynb #fc8d9e93
 def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, layer:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
     "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
     layer = layer or device_layer(model)
@@ -245,6 +252,7 @@ def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, layer:TorchDevice|No
     model.train(was_training)
     return res
 
+# %% ../nbs/09_torchcore.ipynb #132ff057
 def predict(
     cfg:TrainConfig,  # uses task, precision, batch sizes
     model:TaskModel,  # a trained model, on its device
@@ -255,12 +263,13 @@ def predict(
     check_inputs(cfg, data, 'predict')
     return cfg.spec.activate(_outputs(model, cfg, data, layer))
 
+# %% ../nbs/09_torchcore.ipynb #0492d12c
 def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, layer:TorchDevice|None=None)->float: # the mean loss
     "The task's loss of the predictions of `model` on `data` (targets `y`): every backend's validation loss"
     y = check_targets(cfg, y, check_inputs(cfg, data, 'validation'))
     return cfg.spec.loss_np(y, predict(cfg, model, data, layer), cfg.margin)
 
-# %% ../nbs/09_torchcore.ipynb #35e0ccc3
+# %% ../nbs/09_torchcore.ipynb #acbe75c4
 def save_weights(model:TaskModel, path)->Path:
     "Write the model's weights (moved to the CPU) to a safetensors file, atomically"
     from safetensors.torch import save_file
@@ -269,6 +278,7 @@ def save_weights(model:TaskModel, path)->Path:
     meta = {'buckets': json.dumps(model.buckets), 'task': model.task}
     return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
 
+# %% ../nbs/09_torchcore.ipynb #53d1c304
 def load_weights(model:TaskModel, path)->TaskModel:
     "Load weights written by `save_weights` into `model` (no pickle involved)"
     from safetensors import safe_open
@@ -287,7 +297,7 @@ def load_weights(model:TaskModel, path)->TaskModel:
     model.buckets = json.loads(meta['buckets']) if meta.get('buckets') else None
     return model
 
-# %% ../nbs/09_torchcore.ipynb #8b3872cf
+# %% ../nbs/09_torchcore.ipynb #bab26d0e
 def train_epoch(
     model:TaskModel, opt:torch.optim.Optimizer, cfg:TrainConfig,
     batches,             # micro-batches already on the device
@@ -330,9 +340,46 @@ def train_epoch(
     if bar is not None: bar.close()
     return [l.item() for l in losses]
 
+# %% ../nbs/09_torchcore.ipynb #6f76fc32
 def step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
 
-# %% ../nbs/09_torchcore.ipynb #11017687
+# %% ../nbs/09_torchcore.ipynb #e0be55a4
+def train_data(cfg:TrainConfig, train:Inputs, y, layer:TorchDevice)->tuple: # (dataset, optimizer steps per epoch, bucket lengths, rows per micro-batch)
+    "The training rows as a dataset padded to the run's length buckets, and the steps an epoch makes; refused when not one step fits"
+    gbs = cfg.batch_size * layer.replicas()
+    buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
+    ds = EncodedDataset(train, y, buckets)
+    steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
+    if steps == 0:
+        raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
+                         f"(batch_size {cfg.batch_size} x {layer.replicas()} device(s) x grad_accum {cfg.grad_accum}) in any "
+                         f"length bucket: use a smaller batch_size or fewer buckets")
+    return ds, steps, buckets, gbs
+
+# %% ../nbs/09_torchcore.ipynb #16daba35
+def run_epoch(
+    epoch:int, model:TaskModel, opt, cfg:TrainConfig, ds:EncodedDataset, gbs:int, steps:int, lr, # the fit's state; lr: f() -> the next step's rate
+    layer:TorchDevice, loop:EpochLoop, meter:Throughput, scaler=None, # device layer, epoch loop, speed meter, fp16's scaler
+    valid:Inputs|None=None, y_valid=None, watchers:list|None=None, verbose:bool=True, # validation rows; where each `CompileWatcher` goes
+):
+    "One epoch of a fit: its steps, its compiles counted, its validation loss, handed to the epoch loop"
+    fixed = len(model.buckets) == 1
+    w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 1 else 0, name=f'epoch {epoch}', counter=layer.count_compiles)
+    if watchers is not None: watchers.append(w)
+    loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
+    meter.reset(); t0, hits = time.perf_counter(), layer.cache_hits()
+    losses = train_epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer, loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
+    secs, hits = time.perf_counter() - t0, layer.cache_hits() - hits
+    loop.history.step_loss += step_losses(losses, cfg.grad_accum)
+    loop.history.info['recompiles'].append(w.recompiles)
+    vl, ev = None, 0
+    if valid is not None:
+        ev = layer.count_compiles(); vl = evaluate(cfg, model, valid, y_valid, layer); ev = layer.count_compiles() - ev
+    s = meter.summary(secs)
+    loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
+                   val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
+
+# %% ../nbs/09_torchcore.ipynb #ca3eface
 def fit_model(
     cfg:TrainConfig,     # the run's settings
     train:Inputs,        # training rows
@@ -348,17 +395,9 @@ def fit_model(
     "Train a model for `cfg` on the layer's device(s); the model holds its best epoch's weights"
     layer = layer or TorchDevice()
     layer.check_precision(cfg)
-    n = check_inputs(cfg, train)
-    y = check_targets(cfg, y_train, n)
-    if valid is not None: check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
-    reps = layer.replicas(); gbs = cfg.batch_size * reps
-    buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
-    ds = EncodedDataset(train, y, buckets)
-    steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
-    if steps == 0:
-        raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
-                         f"(batch_size {cfg.batch_size} x {reps} device(s) x grad_accum {cfg.grad_accum}) in any "
-                         f"length bucket: use a smaller batch_size or fewer buckets")
+    start = prepare_fit(cfg, train, y_train, valid, y_valid)
+    ds, steps, buckets, gbs = train_data(cfg, train, start.y, layer)
+    reps = layer.replicas()
     if model is None: model = layer.place_model(build_model(cfg, layer=layer))
     layer.flush()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
     model.buckets = buckets
@@ -367,29 +406,11 @@ def fit_model(
     layer.replicate([*model.parameters(), *model.buffers(), *(t for s in opt.state.values() for t in s.values())])
     step = iter(range(total))
     lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
-    pf = layer.peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
-    sheet = datasheet_peak(layer.kind(), cfg.precision) if mfu else None   # None on a CPU or an unknown device
-    meter = Throughput(model_dims(model.encoder.config), pf, sheet and sheet * reps)
+    meter = start.measure(model_dims(model.encoder.config), reps, layer.peak_flops, layer.kind(), mfu)
     verbose = verbose and layer.is_main
-    loop = EpochLoop(cfg, snapshot=lambda: {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()},
-                     restore=lambda s: layer.restore(model, s), verbose=verbose, replicas=reps, global_batch=gbs * cfg.grad_accum,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=pf, datasheet_peak_flops=sheet and sheet * reps, recompiles=[])
+    loop = start.loop(lambda: {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()}, lambda s: layer.restore(model, s),
+                      verbose, replicas=reps, global_batch=gbs * cfg.grad_accum, steps_per_epoch=steps, recompiles=[])
     model.train()
-    for epoch in loop:
-        w = CompileWatcher(warmup=(1 if len(buckets) == 1 else steps) if epoch == 1 else 0, name=f'epoch {epoch}', counter=layer.count_compiles)
-        if watchers is not None: watchers.append(w)
-        loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
-        meter.reset(); t0, hits = time.perf_counter(), layer.cache_hits()
-        losses = train_epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer,
-                        loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
-        secs, hits = time.perf_counter() - t0, layer.cache_hits() - hits
-        loop.history.step_loss += step_losses(losses, cfg.grad_accum)
-        loop.history.info['recompiles'].append(w.recompiles)
-        vl, ev = None, 0
-        if valid is not None:
-            ev = layer.count_compiles(); vl = evaluate(cfg, model, valid, y_valid, layer); ev = layer.count_compiles() - ev
-        s = meter.summary(secs)
-        loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
-                       val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
+    for epoch in loop: run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, layer, loop, meter, scaler, valid, y_valid, watchers, verbose)
     if (mem := layer.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)
     return model, loop.finish()

@@ -13,11 +13,12 @@ import numpy as np
 from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
-from ..meter import mfu_text
+from ..meter import mfu_text, Throughput, datasheet_peak
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'Backend',
-           'get_backend']
+__all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'FitStart',
+           'prepare_fit', 'Backend', 'get_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'cache_hits', 'eval_compiles')
@@ -63,11 +64,12 @@ class History:
         return (f"History({len(self)} epochs, best epoch {self.best_epoch}{', stopped early' if self.stopped_early else ''})\n"
                 + pd.DataFrame(self.records, columns=EPOCH_KEYS).set_index('epoch').to_string())
 
-# %% ../../nbs/backends/00_base.ipynb #d1153977
+# %% ../../nbs/backends/00_base.ipynb #d88b8375
 def in_notebook()->bool:
     try: return get_ipython().__class__.__name__ != 'TerminalInteractiveShell'   # noqa: F821
     except NameError: return False
 
+# %% ../../nbs/backends/00_base.ipynb #afb08a9a
 def progress_mode()->str: # 'bar' or 'lines'
     "'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run; `TPUTUTOR_PROGRESS` overrides"
     mode = os.environ.get('TPUTUTOR_PROGRESS')
@@ -75,12 +77,14 @@ def progress_mode()->str: # 'bar' or 'lines'
     if os.environ.get('IN_TEST'): return 'lines'   # nbdev's test runs: outputs kept in a notebook hold no live widgets
     return 'bar' if in_notebook() or sys.stdout.isatty() else 'lines'
 
+# %% ../../nbs/backends/00_base.ipynb #f92f3e40
 class _NoBar:
     "What `progress` gives where there is nothing to draw"
     def update(self, n=1): pass
     def set_postfix_str(self, s='', refresh=True): pass
     def close(self): pass
 
+# %% ../../nbs/backends/00_base.ipynb #47aab1fa
 def progress(
     total:int,          # steps in the epoch
     desc:str,           # e.g. 'epoch 1/3'
@@ -94,7 +98,7 @@ def progress(
     from tqdm import tqdm
     return tqdm(total=total, desc=desc, leave=False, mininterval=2, file=sys.stdout, ascii=True)
 
-# %% ../../nbs/backends/00_base.ipynb #f608c48a
+# %% ../../nbs/backends/00_base.ipynb #a37a14ed
 def epoch_line(rec:dict, epochs:int)->str:
     "The line printed after each epoch"
     v = '' if rec['val_loss'] is None else f", val_loss {rec['val_loss']:.4f}"
@@ -106,6 +110,7 @@ def epoch_line(rec:dict, epochs:int)->str:
     return (f"epoch {rec['epoch']}/{epochs}: loss {rec['loss']:.4f}{v}, {rec['seconds']:.1f}s, "
             f"{rec['examples_per_s']:,.1f} examples/s{mfu}, {rec['compiles']} compiles{cc}{ev}")
 
+# %% ../../nbs/backends/00_base.ipynb #ee92a7d4
 class EpochLoop:
     "The epochs of one fit: the epoch line, the best weights, early stopping; the same in every backend"
     def __init__(self,
@@ -166,7 +171,58 @@ class EpochLoop:
         self._best_state = None
         return h
 
-# %% ../../nbs/backends/00_base.ipynb #0a0f4330
+# %% ../../nbs/backends/00_base.ipynb #d598639c
+@dataclass
+class FitStart:
+    "What every backend's fit opens with: the rows and targets checked, then the meter and the epoch loop, made the same way"
+    cfg:TrainConfig            # the run
+    n:int                      # training rows
+    y:np.ndarray|None          # training targets in the task's dtype (None for ranking)
+    y_valid:np.ndarray|None    # validation targets (None without validation rows, or for ranking)
+    peak:float|None=None       # measured peak FLOP/s of the devices training in sync (after `measure`)
+    sheet:float|None=None      # their datasheet peak (None on a CPU or an unknown device)
+
+# %% ../../nbs/backends/00_base.ipynb #e21842e8
+def prepare_fit(
+    cfg:TrainConfig,        # the run
+    train:Inputs,           # training rows
+    y_train=None,           # their targets (None for ranking)
+    valid:Inputs|None=None, # validation rows (None: no validation)
+    y_valid=None,           # their targets
+)->FitStart:
+    "The opening of every backend's fit: inputs and targets checked, in the task's dtypes"
+    n = check_inputs(cfg, train)
+    y = check_targets(cfg, y_train, n)
+    yv = None if valid is None else check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
+    return FitStart(cfg, n, y, yv)
+
+# %% ../../nbs/backends/00_base.ipynb #3caa1f0d
+@patch
+def measure(self:FitStart,
+    dims,               # `model_dims` of the model (None: its FLOPs are unknown, so no MFU)
+    devices:int,        # devices computing in sync
+    peak=None,          # f(dtype) -> measured FLOP/s of one device ('float32' or 'bfloat16'); None: not measured
+    kind:str|None=None, # the device kind, for `datasheet_peak` (None: no datasheet)
+    mfu:bool=True,      # False: no peak at all
+)->Throughput:          # this fit's meter
+    "The speed meter: the measured and the datasheet peaks of all devices, for the precision the run computes in"
+    bf16 = self.cfg.precision in ('bf16', 'pure_bf16')
+    self.peak = peak('bfloat16' if bf16 else 'float32') * devices if mfu and peak else None
+    one = datasheet_peak(kind, 'bf16' if bf16 else self.cfg.precision) if mfu and kind else None
+    self.sheet = one and one * devices
+    return Throughput(dims, self.peak, self.sheet)
+
+# %% ../../nbs/backends/00_base.ipynb #066c2764
+@patch
+def loop(self:FitStart,
+    snapshot=None, restore=None, # `EpochLoop`'s: copy the weights, put a copy back
+    verbose:bool=True,           # progress bar and epoch lines
+    **info,                      # facts of the run for `History.info`
+)->EpochLoop:
+    "This fit's epoch loop; its history starts with the rows and the peaks"
+    return EpochLoop(self.cfg, snapshot, restore, verbose, train_rows=self.n, peak_flops=self.peak, datasheet_peak_flops=self.sheet, **info)
+
+# %% ../../nbs/backends/00_base.ipynb #6439e9a1
 class Backend(Protocol):
     "What the k-fold layer and the command line need of a training backend"
     name: str
@@ -177,6 +233,7 @@ class Backend(Protocol):
     def load(self, cfg:TrainConfig, path)->Any: ...
     def free(self, model)->None: ...
 
+# %% ../../nbs/backends/00_base.ipynb #741ff93b
 BACKENDS = {   # name -> (module, class, what it is)
     'xla':   ('tpututor.backends.xla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
     'torch': ('tpututor.backends.torch', 'TorchBackend', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),

@@ -12,11 +12,12 @@ from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
 from .base import EpochLoop
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['BowBackend']
 
-# %% ../../nbs/backends/01_bow.ipynb #482e1782
+# %% ../../nbs/backends/01_bow.ipynb #ec13eeab
 def _bow(enc:Encoded, vocab:int):
     "Sparse token counts (rows x vocab) of the real tokens of `enc`"
     from scipy.sparse import csr_matrix
@@ -24,6 +25,7 @@ def _bow(enc:Encoded, vocab:int):
     rows = np.repeat(np.arange(len(enc)), m.sum(1))
     return csr_matrix((np.ones(m.sum(), np.float32), (rows, enc.input_ids[m])), shape=(len(enc), vocab))
 
+# %% ../../nbs/backends/01_bow.ipynb #59662552
 class BowBackend:
     "Logistic or ridge regression on bag-of-token counts: a CPU baseline that meets the `Backend` contract"
     name = 'bow'
@@ -35,52 +37,60 @@ class BowBackend:
     def replicas(self)->int: return 1
     def _x(self, enc): return _bow(Encoded(enc.input_ids % self.vocab, enc.attention_mask), self.vocab)
 
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
-        from sklearn.linear_model import LogisticRegression, Ridge
-        if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
-        n = check_inputs(cfg, train); y = check_targets(cfg, y_train, n)
-        yv = check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation')) if valid is not None else None
-        loop = EpochLoop(cfg, verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1, train_rows=n)
-        t0 = time.perf_counter()
-        if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
-            from scipy.sparse import vstack
-            d = self._x(train[0]) - self._x(train[1])
-            m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
-        elif cfg.spec.targets == 'classes':
-            m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs', max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
-        else: m = Ridge(alpha=1 / self.C).fit(self._x(train), y)
-        secs = time.perf_counter() - t0
-        loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
-        loop.history.step_loss.append(loss)
-        for _ in loop:
-            loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(yv, self.predict(cfg, m, valid), cfg.margin))
-        return m, loop.finish()
-
-    def predict(self, cfg:TrainConfig, m, data:Inputs)->np.ndarray:
-        check_inputs(cfg, data, 'predict')
-        if cfg.spec.targets is None:
-            if isinstance(data, tuple): return np.stack([self.predict(cfg, m, d)[:, 0] for d in data], 1)
-            return (self._x(data) @ m.coef_[0])[:, None].astype(np.float32)
-        x = self._x(data)
-        if cfg.spec.targets == 'classes': return m.predict_proba(x).astype(np.float32)
-        p = m.predict(x).reshape(len(data), -1).astype(np.float32)
-        return np.clip(p, 0, 1) if cfg.spec.targets == 'unit' else p
-
-    def save(self, m, path):
-        from safetensors.numpy import save_file
-        ts = {'coef': np.ascontiguousarray(m.coef_, dtype=np.float32), 'intercept': np.atleast_1d(np.asarray(m.intercept_, np.float32))}
-        if hasattr(m, 'classes_'): ts['classes'] = np.asarray(m.classes_, np.int64)
-        atomic_write(path, lambda t: save_file(ts, t))
-
-    def load(self, cfg:TrainConfig, path):
-        from safetensors.numpy import load_file
-        from sklearn.linear_model import LogisticRegression, Ridge
-        try: ts = load_file(str(path))
-        except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
-        m = LogisticRegression() if 'classes' in ts else Ridge()
-        m.coef_, m.intercept_ = ts['coef'], ts['intercept'] if len(ts['intercept']) > 1 or 'classes' in ts else ts['intercept'][0]
-        if 'classes' in ts: m.classes_ = ts['classes']
-        if cfg.spec.targets is None: m.coef_ = ts['coef'].reshape(1, -1)
-        return m
-
     def free(self, m=None): pass
+
+# %% ../../nbs/backends/01_bow.ipynb #2f8aefde
+@patch
+def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
+    from sklearn.linear_model import LogisticRegression, Ridge
+    if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
+    n = check_inputs(cfg, train); y = check_targets(cfg, y_train, n)
+    yv = check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation')) if valid is not None else None
+    loop = EpochLoop(cfg, verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1, train_rows=n)
+    t0 = time.perf_counter()
+    if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
+        from scipy.sparse import vstack
+        d = self._x(train[0]) - self._x(train[1])
+        m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
+    elif cfg.spec.targets == 'classes':
+        m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs', max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
+    else: m = Ridge(alpha=1 / self.C).fit(self._x(train), y)
+    secs = time.perf_counter() - t0
+    loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
+    loop.history.step_loss.append(loss)
+    for _ in loop:
+        loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(yv, self.predict(cfg, m, valid), cfg.margin))
+    return m, loop.finish()
+
+# %% ../../nbs/backends/01_bow.ipynb #d7e4cafb
+@patch
+def predict(self:BowBackend, cfg:TrainConfig, m, data:Inputs)->np.ndarray:
+    check_inputs(cfg, data, 'predict')
+    if cfg.spec.targets is None:
+        if isinstance(data, tuple): return np.stack([self.predict(cfg, m, d)[:, 0] for d in data], 1)
+        return (self._x(data) @ m.coef_[0])[:, None].astype(np.float32)
+    x = self._x(data)
+    if cfg.spec.targets == 'classes': return m.predict_proba(x).astype(np.float32)
+    p = m.predict(x).reshape(len(data), -1).astype(np.float32)
+    return np.clip(p, 0, 1) if cfg.spec.targets == 'unit' else p
+
+# %% ../../nbs/backends/01_bow.ipynb #350ed5d2
+@patch
+def save(self:BowBackend, m, path):
+    from safetensors.numpy import save_file
+    ts = {'coef': np.ascontiguousarray(m.coef_, dtype=np.float32), 'intercept': np.atleast_1d(np.asarray(m.intercept_, np.float32))}
+    if hasattr(m, 'classes_'): ts['classes'] = np.asarray(m.classes_, np.int64)
+    atomic_write(path, lambda t: save_file(ts, t))
+
+# %% ../../nbs/backends/01_bow.ipynb #bb460b77
+@patch
+def load(self:BowBackend, cfg:TrainConfig, path):
+    from safetensors.numpy import load_file
+    from sklearn.linear_model import LogisticRegression, Ridge
+    try: ts = load_file(str(path))
+    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
+    m = LogisticRegression() if 'classes' in ts else Ridge()
+    m.coef_, m.intercept_ = ts['coef'], ts['intercept'] if len(ts['intercept']) > 1 or 'classes' in ts else ts['intercept'][0]
+    if 'classes' in ts: m.classes_ = ts['classes']
+    if cfg.spec.targets is None: m.coef_ = ts['coef'].reshape(1, -1)
+    return m

@@ -9,43 +9,42 @@ from __future__ import annotations
 import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
-from ..devices.jax import import_keras, keep_tf_out, count_compiles, count_cache_hits, compile_seconds, use_compile_cache, describe_jax, local_rows, main_process, agree, peak_flops as device_peak
+from ..devices.jax import import_keras, keep_tf_out, describe_jax, local_rows, main_process, agree, JaxDevice
 from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
-from ..encoding import choose_buckets, assign_buckets, bucket_batches
+from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
-from ..models.families import model_config, check_family, keras_preset_name
+from ..models.checkpoint import checkpoint
 from ..models.convert import converter_for
-from ..meter import Throughput, model_dims, train_flops, datasheet_peak
-from .base import EpochLoop
-from ..rundir import atomic_write
-from .. import tfkeras
-from ..encoding import prediction_batches   # batch planning, FLOPs per row, weight loading: framework-free, shared with the tf backend
-from ..config import row_flops
+from ..meter import Throughput, model_dims, train_flops
+from .base import EpochLoop, prepare_fit
+from ..rundir import atomic_write, assign_weights
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'sequence_output',
            'input_fields', 'build_model', 'scorer', 'per_example_loss', 'lr_schedule', 'make_optimizer',
            'restart_optimizer', 'optimizer_state', 'train_batches', 'data_parallel', 'distributed', 'n_devices',
-           'n_replicas', 'describe', 'predict', 'fit_model', 'refuse_if_too_big', 'xla_memory', 'save_weights',
-           'load_weights', 'KerasBackend']
+           'n_replicas', 'describe', 'predict', 'epoch_callback', 'fit_model', 'refuse_if_too_big', 'xla_memory',
+           'xla_step_memory', 'save_weights', 'load_weights', 'KerasBackend']
 
-# %% ../../nbs/backends/02_keras.ipynb #cccba99e
+# %% ../../nbs/backends/02_keras.ipynb #137c3433
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
 
+# %% ../../nbs/backends/02_keras.ipynb #38692765
 _POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16', 'fp16': 'mixed_float16'}   # TrainConfig.precision -> Keras dtype policy
+
+# %% ../../nbs/backends/02_keras.ipynb #54a1dfa8
 KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}  # ours -> KerasHub's
 
 def preset_of(
-    model:str,   # 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', or a KerasHub preset ('roberta_base_en')
+    model,   # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a KerasHub preset ('roberta_base_en')
 )->str:          # what `keras_hub.models.Backbone.from_preset` takes
     "The KerasHub preset for a model name: local folders as they are, hub ids as `hf://`, KerasHub preset names unchanged"
-    if '://' in str(model): return str(model)
-    path = resolve_model(model)
-    if Path(path).exists(): return path
-    if keras_preset_name(path): return path   # 'roberta_base_en': KerasHub's own
-    return f'hf://{path}'
+    ck = checkpoint(model)
+    if ck.preset or ck.local: return ck.preset or ck.path   # 'roberta_base_en', kaggle://...: KerasHub's own
+    return f'hf://{ck.path}'
 
+# %% ../../nbs/backends/02_keras.ipynb #3bb62d98
 def hf_loader(
     preset:str,   # a Hugging Face folder or 'hf://org/name'
 ):                # a KerasHub `SafetensorLoader` that also finds bare names and skips a missing pooler
@@ -66,6 +65,7 @@ def hf_loader(
             return super().port_weight(keras_variable, hf_weight_key, hook_fn)
     return HfLoader(preset)
 
+# %% ../../nbs/backends/02_keras.ipynb #21afa656
 _HF_CONFIGS = weakref.WeakKeyDictionary()   # backbone -> the Hugging Face config it was converted from (for the meter)
 
 def load_backbone(
@@ -74,18 +74,18 @@ def load_backbone(
     "The KerasHub encoder of `cfg.model`, converted from the Hugging Face checkpoint; from its config alone when the folder has no weights"
     import_keras()
     with keep_tf_out(): import keras_hub
-    preset = preset_of(cfg.model)
+    ck = checkpoint(cfg.model)
+    preset, config = preset_of(ck), ck.config
     kw = {} if cfg.dropout is None else {'dropout': cfg.dropout}
-    config = model_config(preset.removeprefix('hf://'))
     if config is None:   # a KerasHub preset (or kaggle://): KerasHub's own loader
         with keep_tf_out() if '://' not in preset or preset.startswith('kaggle://') else contextlib.nullcontext():
             return keras_hub.models.Backbone.from_preset(preset, dtype=_POLICY[cfg.precision], **kw)
-    check_family(preset.removeprefix('hf://'), 'keras')
+    ck.check('keras')
     conv = converter_for(config)
     if conv is None: raise ValueError(f"KerasHub cannot load {cfg.model!r}: no converter for model type {config.get('model_type')!r}. Use backend 'xla'.")
     bb = conv.backbone_cls(**{**conv.convert_backbone_config(config), **kw}, dtype=_POLICY[cfg.precision])
-    if not Path(preset).is_dir() or has_weights(preset):
-        if Path(preset).is_dir() and not any((Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
+    if not ck.local or has_weights(ck.path):
+        if ck.local and not any((Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
             raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
                              f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it again with "
                              "save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
@@ -93,13 +93,14 @@ def load_backbone(
     _HF_CONFIGS[bb] = config
     return bb
 
+# %% ../../nbs/backends/02_keras.ipynb #68bc33af
 def backbone_class(cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
     "The backbone class of `cfg.model`, known before any weight is made (for its layout map)"
-    config = model_config(preset_of(cfg.model).removeprefix('hf://'))
+    config = checkpoint(cfg.model).config
     conv = converter_for(config) if config is not None else None
     return conv.backbone_cls if conv is not None else None
 
-# %% ../../nbs/backends/02_keras.ipynb #e32651d7
+# %% ../../nbs/backends/02_keras.ipynb #4f824888
 def _layers():
     "Keras layers of our own, defined on first use (Keras is imported lazily)"
     if hasattr(_layers, 'cache'): return _layers.cache
@@ -124,14 +125,17 @@ def _layers():
     _layers.cache = dict(MeanPool=MeanPool, LastToken=LastToken, PairFeatures=PairFeatures)
     return _layers.cache
 
+# %% ../../nbs/backends/02_keras.ipynb #32beb415
 def sequence_output(out): # the (batch, length, hidden) token vectors
     "Token vectors from a KerasHub backbone's output: a dict with `sequence_output` (BERT, ALBERT, ELECTRA) or the tensor itself (RoBERTa, DistilBERT, DeBERTa-v3)"
     return out["sequence_output"] if isinstance(out, dict) else out
 
+# %% ../../nbs/backends/02_keras.ipynb #94c305a1
 def input_fields(backbone)->list: # our field names the backbone takes, e.g. no `token_type_ids` for RoBERTa
     "The `Encoded` fields a KerasHub backbone takes"
     return [f for f, k in KERAS_INPUTS.items() if k in backbone.input]
 
+# %% ../../nbs/backends/02_keras.ipynb #5377a90e
 def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
@@ -155,6 +159,7 @@ def build_model(
     else: out = dense(drop(mine['PairFeatures'](name='pair_features')(u, v)))   # siamese
     return keras.Model({**inp, **inp_b}, out, name=cfg.task)
 
+# %% ../../nbs/backends/02_keras.ipynb #7aedf02e
 _SCORERS = weakref.WeakKeyDictionary()
 
 def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharing the ranking model's layers
@@ -168,9 +173,10 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharin
         _SCORERS[model] = keras.Model(inp, head(u), name='scorer')
     return _SCORERS[model]
 
+# %% ../../nbs/backends/02_keras.ipynb #b32be51f
 def _pool_of(model): return next(l for l in model.layers if l.name in ('mean_pool', 'last_token'))
 
-# %% ../../nbs/backends/02_keras.ipynb #d09c796b
+# %% ../../nbs/backends/02_keras.ipynb #e6a0206d
 _LOSSES = {   # `Task.loss` -> f(ops, y_true, y_pred, margin): one loss per row, from the head's activated outputs
     'cross_entropy':        lambda k, y, p, m: k.losses.sparse_categorical_crossentropy(y, p),
     'binary_cross_entropy': lambda k, y, p, m: k.losses.binary_crossentropy(y, p),
@@ -183,6 +189,7 @@ def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
     keras, loss, margin = import_keras(), _LOSSES[cfg.spec.loss], cfg.margin
     return lambda y, p: loss(keras, y, p, margin)
 
+# %% ../../nbs/backends/02_keras.ipynb #ae2fa11c
 def lr_schedule(
     peak:float,        # peak learning rate
     total:int,         # optimizer steps of the run
@@ -207,6 +214,7 @@ def lr_schedule(
         def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
     return WarmupLinear()
 
+# %% ../../nbs/backends/02_keras.ipynb #98b4754d
 def make_optimizer(
     cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip, grad_accum
     total:int,         # optimizer steps of the run
@@ -223,6 +231,7 @@ def make_optimizer(
     opt.learning_rate_schedule.bind(opt)
     return opt
 
+# %% ../../nbs/backends/02_keras.ipynb #6dfe6b38
 def restart_optimizer(
     opt,         # an optimizer from `make_optimizer`, built
     init:list,   # its variables' values when built (`optimizer_state`)
@@ -232,6 +241,7 @@ def restart_optimizer(
     for v, a in zip(opt.variables, init): v.assign(np.zeros(v.shape, v.dtype) if a is None else a)
     getattr(opt, 'inner_optimizer', opt).learning_rate_schedule.restart(total)   # fp16: inside the loss-scale wrapper
 
+# %% ../../nbs/backends/02_keras.ipynb #4db0dd78
 def optimizer_state(opt)->list: # per variable: a numpy copy, or None for all zeros (most of AdamW's state)
     "The values of `opt`'s variables, kept on the host to restart it"
     out = []
@@ -240,12 +250,13 @@ def optimizer_state(opt)->list: # per variable: a numpy copy, or None for all ze
         out.append(None if not np.any(a) else np.array(a))
     return out
 
-# %% ../../nbs/backends/02_keras.ipynb #0433eb99
+# %% ../../nbs/backends/02_keras.ipynb #ef4e0d81
 def _keras_batch(x:dict, idx, L:int|None, rows:slice)->dict:
     "Rows `idx` of the token arrays, cut to length `L`, this process's part only"
     i = np.asarray(idx)[rows]
     return {k: (v[i] if L is None else v[i, :L]) for k, v in x.items()}
 
+# %% ../../nbs/backends/02_keras.ipynb #e4da8874
 def train_batches(
     cfg:TrainConfig,   # buckets, epochs, seed
     data:Inputs,       # `Encoded`, or a pair of them
@@ -273,7 +284,7 @@ def train_batches(
             for L, idx in ep: yield _keras_batch(x, idx, None if L == w else L, rows), y[np.asarray(idx)[rows]]
     return gen(), len(plan[0]), [L for L, _ in plan[0]]
 
-# %% ../../nbs/backends/02_keras.ipynb #c275e356
+# %% ../../nbs/backends/02_keras.ipynb #857ae9da
 def data_parallel(
     devices=None,   # JAX devices to replicate the model over (default: all of them, over every process)
 ):                  # a `keras.distribution.DataParallel`, or None for one device
@@ -283,6 +294,7 @@ def data_parallel(
     if len(devices) == 1: return None
     return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)   # each process feeds its own rows (`local_rows`)
 
+# %% ../../nbs/backends/02_keras.ipynb #61829bde
 @contextlib.contextmanager
 def distributed(dist):
     "Make `dist` Keras' distribution inside the block (nothing for None)"
@@ -292,6 +304,7 @@ def distributed(dist):
     try: yield
     finally: keras.distribution.set_distribution(old)
 
+# %% ../../nbs/backends/02_keras.ipynb #5bd6b5a4
 def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on the TensorFlow and torch backends
     "How many devices Keras trains on in sync"
     if not on_jax(): return 1
@@ -299,6 +312,7 @@ def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on 
     dist = import_keras().distribution.distribution()
     return int(np.prod(dist.device_mesh.shape)) if dist is not None else 1
 
+# %% ../../nbs/backends/02_keras.ipynb #57d27046
 def n_replicas()->int: # copies of the model training in sync: the devices, or with a data x model mesh its data axis
     "How many data-parallel replicas split each batch (a copy of the weights spans `model_parallel` devices)"
     dist = import_keras().distribution.distribution() if on_jax() else None
@@ -306,6 +320,7 @@ def n_replicas()->int: # copies of the model training in sync: the devices, or w
     mesh = dist.device_mesh
     return int(mesh.shape[list(mesh.axis_names).index(dist.batch_dim_name)])
 
+# %% ../../nbs/backends/02_keras.ipynb #65ae51b8
 def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
     "The framework and devices Keras runs on, for logs"
     if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
@@ -314,19 +329,31 @@ def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 
     mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
     return (f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})") + mesh
 
-def _compiles()->int: return count_compiles() if on_jax() else 0   # only JAX reports its compiles
-def _hits()->int: return count_cache_hits() if on_jax() else 0     # ... and loads from its compile cache
+# %% ../../nbs/backends/02_keras.ipynb #222ae032
+def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
 
+# %% ../../nbs/backends/02_keras.ipynb #4adaa3d0
+def _hits()->int: return JaxDevice().cache_hits() if on_jax() else 0     # ... and loads from its compile cache
+
+# %% ../../nbs/backends/02_keras.ipynb #70b6c01d
 def _kept(model)->list: return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
+
+# %% ../../nbs/backends/02_keras.ipynb #abeb6a47
 def _weights(model)->list: return [_local(v.value) for v in _kept(model)]   # the best epoch's weights, kept on the host
+
+# %% ../../nbs/backends/02_keras.ipynb #04dbadeb
 def _set_weights(model, arrays):
     for v, a in zip(_kept(model), arrays): v.assign(a)
+
+# %% ../../nbs/backends/02_keras.ipynb #251dfb0b
 _RESTART = weakref.WeakKeyDictionary()   # model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
 def _values(variables)->list: return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
+
+# %% ../../nbs/backends/02_keras.ipynb #0e13365c
 def _set_values(variables, arrays):
     for v, a in zip(variables, arrays): v.assign(a)
 
-# %% ../../nbs/backends/02_keras.ipynb #d5ed09de
+# %% ../../nbs/backends/02_keras.ipynb #92844dcd
 def _forward(model):
     "A jitted forward pass of `model` whose output every process gets whole (replicated)"
     import jax
@@ -341,6 +368,7 @@ def _forward(model):
         cache['f'] = f
     return cache['f']
 
+# %% ../../nbs/backends/02_keras.ipynb #fe4767b4
 def _put(x:dict):
     "This process's rows of a global batch, placed on the devices as the current distribution lays data out"
     import jax
@@ -350,6 +378,7 @@ def _put(x:dict):
     sh = NamedSharding(dist.device_mesh.backend_mesh, P(dist.batch_dim_name))
     return {k: jax.make_array_from_process_local_data(sh, v) for k, v in x.items()}
 
+# %% ../../nbs/backends/02_keras.ipynb #b7911f50
 def _local(a)->np.ndarray:
     "A JAX array as numpy, whole: a replicated one from this process's copy, a sharded one gathered (from every process if need be)"
     if not hasattr(a, 'addressable_data'): return import_keras().ops.convert_to_numpy(a)
@@ -358,6 +387,7 @@ def _local(a)->np.ndarray:
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(a, tiled=True))
 
+# %% ../../nbs/backends/02_keras.ipynb #d50fd481
 def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
     lengths, w = row_lengths(data), width(data)
@@ -375,6 +405,7 @@ def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     res[order] = np.concatenate(outs)
     return res
 
+# %% ../../nbs/backends/02_keras.ipynb #dca66b83
 def predict(
     cfg:TrainConfig,  # the run's config (task, batch sizes, buckets)
     model,            # a model from `build_model` / `fit_model`
@@ -388,7 +419,71 @@ def predict(
         model = scorer(model)
     return _predict_arrays(model, data, batch, cfg)
 
-# %% ../../nbs/backends/02_keras.ipynb #d630f24e
+# %% ../../nbs/backends/02_keras.ipynb #7520e961
+def _take_model(cfg:TrainConfig, train:Inputs, model, spare)->tuple: # (model, what a restart puts back or None, built by this fit)
+    "The model a fit trains: the one given, a spare of this config reset, or a new one (refused first where it would not fit a TPU)"
+    if model is not None: return model, None, False
+    restart = _RESTART.get(spare) if spare is not None else None
+    if restart is not None and restart[0] == cfg: return spare, restart, False   # the same config: the same programs
+    refuse_if_too_big(cfg, width(train))   # on a TPU, before anything is built or compiled
+    return build_model(cfg), None, True
+
+# %% ../../nbs/backends/02_keras.ipynb #705bc4ed
+def _compile_or_restart(model, cfg:TrainConfig, opt_steps:int, spe:int, replicas:int, restart, built:bool):
+    "Compile `model` for this fit, or, for a spare of the same config, put its first state back on the programs it compiled"
+    if restart:   # first weights back, optimizer state zeroed, this fit's step count in the schedule's variables
+        _set_values(model.variables, restart[1]); restart_optimizer(model.optimizer, restart[2], opt_steps)
+        model.steps_per_execution = spe; return
+    first = _values(model.variables) if built else None   # before any step: what a restart puts back
+    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas), loss=per_example_loss(cfg), steps_per_execution=spe)
+    model.optimizer.build(model.trainable_variables)
+    if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
+    else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
+
+# %% ../../nbs/backends/02_keras.ipynb #6caf338d
+def epoch_callback(
+    model, cfg:TrainConfig,  # the model `fit` trains, and its run
+    loop:EpochLoop,          # the shared epoch loop (lines, best weights, early stopping)
+    meter:Throughput,        # examples/s and MFU
+    batch:int, steps:int,    # global batch and steps per epoch
+    shapes:list,             # the padded length of each step's batch
+    step_flops,              # training FLOPs of one step (None: unknown)
+    valid=None, y_valid=None, # validation rows and targets
+    watchers:list|None=None, # each epoch's `CompileWatcher` is appended here
+):                           # a `keras.callbacks.Callback`
+    "The callback through which Keras' `fit` drives the shared epoch loop: step losses, the bar, the meter, compiles, validation, early stopping"
+    keras = import_keras()
+    from tpututor.devices.compiles import CompileWatcher
+    fixed = len(set(shapes)) == 1
+    def validate(): # (validation loss, compiles while predicting), or (None, 0) without validation rows
+        if valid is None: return None, 0
+        c = _compiles(); loss = cfg.spec.loss_np(y_valid, predict(cfg, model, valid), cfg.margin)
+        return loss, _compiles() - c
+    class Epochs(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.k, self.m, self.t0, self.hits, self.calls = 0, 0.0, time.perf_counter(), _hits(), 0
+            self.w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}', counter=_compiles).start()
+            if watchers is not None: watchers.append(self.w)
+            meter.reset(); self.bar = loop.bar(steps, epoch + 1)
+        def on_train_batch_end(self, i, logs=None):
+            k, m = i + 1, float(logs['loss'])   # reading the loss waits for the device: one round trip per call
+            self.calls += 1
+            chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
+            loop.history.step_loss.extend([chunk] * (k - self.k))
+            self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if fixed else None)
+            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=step_flops and (k - self.k) * step_flops)
+            self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
+            self.k, self.m = k, m
+        def on_epoch_end(self, epoch, logs=None):
+            self.bar.close(); self.w.stop(); hits, secs = _hits() - self.hits, time.perf_counter() - self.t0
+            loop.history.info['host_calls'].append(self.calls)   # times Keras came back to Python this epoch
+            loop.history.info['recompiles'].append(self.w.recompiles)
+            (val, ev), s = validate(), meter.summary(secs)
+            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, ev,
+                                                      mfu_datasheet=s['mfu_datasheet'], cache_hits=hits)
+    return Epochs()
+
+# %% ../../nbs/backends/02_keras.ipynb #131d07a0
 def fit_model(
     cfg:TrainConfig,     # the run
     train:Inputs,        # `Encoded`, or a pair of them for ranking / siamese
@@ -402,82 +497,35 @@ def fit_model(
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
 )->tuple:                # (model, `History`)
     "Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
-    keras = import_keras()
-    from tpututor.devices.compiles import CompileWatcher
     reps, devs = n_replicas(), n_devices()
-    n = check_inputs(cfg, train)
-    y = check_targets(cfg, y_train, n)
-    y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.spec.targets == 'classes' else y.astype(np.float32)
-    yv = None if valid is None else check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
-    restart = _RESTART.get(spare) if model is None and spare is not None else None
-    if restart is not None and restart[0] != cfg: restart = None   # another config: other programs
-    built = model is None and not restart
-    if model is None and not restart: refuse_if_too_big(cfg, width(train))   # on a TPU, before anything is built or compiled
-    if model is None: model = spare if restart else build_model(cfg)
-    bb = backbone_of(model)
-    batch = cfg.batch_size * reps
+    start = prepare_fit(cfg, train, y_train, valid, y_valid)
+    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(np.int32 if cfg.spec.targets == 'classes' else np.float32)
+    model, restart, built = _take_model(cfg, train, model, spare)
+    bb, batch = backbone_of(model), cfg.batch_size * reps
     gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))
     opt_steps = steps * cfg.epochs // cfg.grad_accum
     if opt_steps == 0: raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
     spe = steps_per_call(cfg, on_jax() and _jax_kind().startswith('TPU'), steps)
-    if restart:   # the same programs: first weights back, optimizer state zeroed, this fit's step count in the schedule's variables
-        _set_values(model.variables, restart[1]); restart_optimizer(model.optimizer, restart[2], opt_steps)
-        model.steps_per_execution = spe
-    else:
-        first = _values(model.variables) if built else None   # before any step: what a restart puts back
-        model.compile(optimizer=make_optimizer(cfg, opt_steps, reps), loss=per_example_loss(cfg), steps_per_execution=spe)
-        model.optimizer.build(model.trainable_variables)
-        if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
-        else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
-    bf16 = cfg.precision in ('bf16', 'pure_bf16')
-    peak = device_peak('bfloat16' if bf16 else 'float32') * devs if mfu and on_jax() else None
+    _compile_or_restart(model, cfg, opt_steps, spe, reps, restart, built)
     dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
-    sheet = datasheet_peak(_jax_kind(), 'bf16' if bf16 else cfg.precision) if mfu and on_jax() else None   # None on a CPU or an unknown device
-    meter = Throughput(dims, peak, sheet and sheet * devs)
+    jax_ = on_jax()
+    meter = start.measure(dims, devs, JaxDevice().peak_flops if jax_ else None, _jax_kind() if jax_ else None, mfu)
     per_row = row_flops(cfg, train, dims)
     step_flops = per_row and batch * per_row / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
-    loop = EpochLoop(cfg, lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch,
-                     steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * devs,
-                     devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
-    def validate(): # (validation loss, compiles while predicting), or (None, 0) without validation rows
-        if valid is None: return None, 0
-        c = _compiles()
-        loss = cfg.spec.loss_np(yv, predict(cfg, model, valid), cfg.margin)
-        return loss, _compiles() - c
-    class Epochs(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.k, self.m, self.t0 = 0, 0.0, time.perf_counter()
-            self.w = CompileWatcher(warmup=(1 if len(set(shapes)) == 1 else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}',
-                                    counter=_compiles).start()
-            if watchers is not None: watchers.append(self.w)
-            meter.reset(); self.bar = loop.bar(steps, epoch + 1); self.hits, self.calls = _hits(), 0
-        def on_train_batch_end(self, i, logs=None):
-            k, m = i + 1, float(logs['loss'])   # reading the loss waits for the device: one round trip per call
-            self.calls += 1
-            chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
-            loop.history.step_loss.extend([chunk] * (k - self.k))
-            self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if len(set(shapes)) == 1 else None)
-            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=step_flops and (k - self.k) * step_flops)
-            self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
-            self.k, self.m = k, m
-        def on_epoch_end(self, epoch, logs=None):
-            self.bar.close(); self.w.stop(); hits = _hits() - self.hits
-            loop.history.info['host_calls'].append(self.calls)   # times Keras came back to Python this epoch
-            secs = time.perf_counter() - self.t0
-            loop.history.info['recompiles'].append(self.w.recompiles)
-            val, eval_compiles = validate()
-            s = meter.summary(secs)
-            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, eval_compiles,
-                                                      mfu_datasheet=s['mfu_datasheet'], cache_hits=hits)
-    model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[Epochs()])
+    loop = start.loop(lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch, steps_per_epoch=steps,
+                      devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
+    cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers)
+    model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[cb])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
 
+# %% ../../nbs/backends/02_keras.ipynb #f0be55ff
 def _jax_kind()->str: # e.g. 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'cpu'
     "What JAX calls the devices this run trains on"
     import jax
     return jax.local_devices()[0].device_kind
 
+# %% ../../nbs/backends/02_keras.ipynb #454e6cd2
 def refuse_if_too_big(
     cfg:TrainConfig,   # the run (model, batch_size, precision, lora, model_parallel)
     length:int,        # the longest padded length a step sees
@@ -487,12 +535,13 @@ def refuse_if_too_big(
     from tpututor.plan import check_fits, accelerator_of
     acc = accelerator_of(_jax_kind()) if on_jax() else None
     if acc is None or os.environ.get('TPUTUTOR_PLAN', '').lower() in ('off', '0', 'no'): return
-    config = model_config(preset_of(cfg.model).removeprefix('hf://'))
+    config = checkpoint(cfg.model).config
     if config is None: return   # a KerasHub preset: no Hugging Face config to plan from
     try: check_fits(config, length, cfg.batch_size, acc, 'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
     except MemoryError as e:
         raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off tries anyway)") from None
 
+# %% ../../nbs/backends/02_keras.ipynb #279335e1
 def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub backbone
     "A KerasHub backbone's sizes under the Hugging Face config names the meter knows"
     c = backbone.get_config()
@@ -508,7 +557,6 @@ def xla_memory(
     distribution=None, # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device runs it
 )->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
     "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
-    from tpututor.backends.keras import build_model, make_optimizer, per_example_loss, on_jax, distributed
     if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
     import jax, jax.numpy as jnp
     with distributed(distribution):
@@ -537,7 +585,18 @@ def xla_memory(
                aliased=m.alias_size_in_bytes)
     return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
 
-# %% ../../nbs/backends/02_keras.ipynb #a3dc71de
+# %% ../../nbs/backends/02_keras.ipynb #0a048cf9
+def xla_step_memory(
+    cfg:TrainConfig,   # model, precision, lora, model_parallel
+    batch_size:int,    # rows per data-parallel replica
+    length:int,        # tokens per row
+)->tuple:              # (bytes one device holds, the devices it was compiled for, in words)
+    "XLA's own count of a training step's memory per device, compiled (not run) on this process's JAX devices, on the mesh `cfg.model_parallel` asks for"
+    dist = mesh_distribution(cfg.model_parallel, backbone_cls=backbone_class(cfg)) if cfg.model_parallel > 1 else None
+    with distributed(dist): where = describe()
+    return xla_memory(cfg, batch_size, length, dist)['total'], where
+
+# %% ../../nbs/backends/02_keras.ipynb #50a83d59
 def save_weights(
     model,   # a model from `build_model` / `fit_model`
     path,    # file to write (`.safetensors`)
@@ -551,6 +610,7 @@ def save_weights(
     if not main_process(): return Path(path)
     return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras3-lora' if lora else 'tpututor-keras3'}))
 
+# %% ../../nbs/backends/02_keras.ipynb #c36911e0
 def load_weights(
     model,   # a freshly built model of the same config
     path,    # a file written by `save_weights`
@@ -558,7 +618,7 @@ def load_weights(
     "Assign the weights in a safetensors file to `model` by variable path, checking names and shapes; a model with LoRA takes its adapters and head (the rest is its base checkpoint)"
     from types import SimpleNamespace
     target = SimpleNamespace(weights=model.trainable_variables) if lora_layers(model) else model
-    tfkeras.load_weights(target, path, key=lambda v: v.path)   # the same checks as the tf backend, keyed by path
+    assign_weights(target, path, key=lambda v: v.path)   # names and shapes checked, keyed by path
     return model
 
 # %% ../../nbs/backends/02_keras.ipynb #017442a9
@@ -575,7 +635,7 @@ class KerasBackend:
     @property
     def distribution(self):
         if self._dist == 0:   # first use: the compile cache before the first compile, then the distribution
-            if on_jax(): use_compile_cache(self.compile_cache)
+            if on_jax(): JaxDevice().use_compile_cache(self.compile_cache)
             self._dist = data_parallel(self.devices) if on_jax() else None
         return self._dist
 
@@ -617,4 +677,4 @@ class KerasBackend:
         return None
     def compile_stats(self)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
         "JAX's own counts of compiles, of compile-cache loads and of seconds spent tracing, lowering and compiling"
-        return dict(compiles=_compiles(), cache_hits=_hits(), seconds=compile_seconds() if on_jax() else 0.0)
+        return dict(compiles=_compiles(), cache_hits=_hits(), seconds=JaxDevice().compile_seconds() if on_jax() else 0.0)

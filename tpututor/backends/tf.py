@@ -13,7 +13,7 @@ from ..devices.frameworks import import_tf
 from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
-from ..models.families import check_family
+from ..models.checkpoint import checkpoint
 from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
@@ -24,10 +24,11 @@ __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'bui
            'train_dataset', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict', 'save_weights', 'load_weights',
            'TfBackend']
 
-# %% ../../nbs/backends/05_tf.ipynb #a5370d96
+# %% ../../nbs/backends/05_tf.ipynb #efb148f2
 def _dropout_fields(config):
     return [k for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout') if hasattr(config, k)]
 
+# %% ../../nbs/backends/05_tf.ipynb #a4434704
 def load_encoder(
     cfg:TrainConfig,     # uses `model` and `dropout`
     name:str='encoder',  # Keras name of the encoder layer (fixes its weight names)
@@ -35,10 +36,9 @@ def load_encoder(
     "The Hugging Face TensorFlow encoder of `cfg.model`: pretrained when weights exist, from the config otherwise"
     import_tf()
     import transformers
-    from transformers import AutoConfig, TFAutoModel
-    check_family(cfg.model, 'tf')   # ModernBERT has no TensorFlow class: refused naming the backends that run it
-    path = resolve_model(cfg.model)
-    config = AutoConfig.from_pretrained(path)
+    from transformers import TFAutoModel
+    ck = checkpoint(cfg.model).check('tf')   # ModernBERT has no TensorFlow class: refused naming the backends that run it
+    path, config = ck.path, ck.hf_config()
     if cfg.dropout is not None:
         for k in _dropout_fields(config): setattr(config, k, cfg.dropout)
     level = transformers.logging.get_verbosity()
@@ -58,7 +58,7 @@ def load_encoder(
     if getattr(main, 'pooler', None) is not None: main.pooler.trainable = False
     return enc
 
-# %% ../../nbs/backends/05_tf.ipynb #e6d11c18
+# %% ../../nbs/backends/05_tf.ipynb #f81afcc1
 _POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'fp16': 'mixed_float16'}
 
 def input_fields(encoder)->list: # token arrays the encoder takes
@@ -67,12 +67,14 @@ def input_fields(encoder)->list: # token arrays the encoder takes
     params = inspect.signature(encoder.call).parameters
     return [f for f in FIELDS if f in params]
 
+# %% ../../nbs/backends/05_tf.ipynb #d50b9ae1
 def mean_pool(hidden, mask): # (batch, hidden) float32
     "Average of the token vectors where `mask` is 1, in float32"
     tf = import_tf()
     m = tf.cast(mask, tf.float32)[..., None]
     return tf.reduce_sum(tf.cast(hidden, tf.float32) * m, 1) / tf.maximum(tf.reduce_sum(m, 1), 1.0)
 
+# %% ../../nbs/backends/05_tf.ipynb #2ee68bab
 @contextlib.contextmanager
 def precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
     "Set the Keras mixed-precision policy for the layers built inside the block, then restore the previous one"
@@ -83,7 +85,7 @@ def precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
     try: yield
     finally: tf.keras.mixed_precision.set_global_policy(old)
 
-# %% ../../nbs/backends/05_tf.ipynb #0cfde2e6
+# %% ../../nbs/backends/05_tf.ipynb #11699b1e
 def build_model(
     cfg:TrainConfig,  # model, task, n_outputs, dropout, precision, seed
     strategy=None,    # build inside this strategy's scope (default: the current strategy)
@@ -109,6 +111,7 @@ def build_model(
         else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))   # siamese
         return tf.keras.Model({**inp, **inp_b}, out, name=cfg.task)
 
+# %% ../../nbs/backends/05_tf.ipynb #b3915afa
 _SCORERS = weakref.WeakKeyDictionary()
 
 def scorer(model): # a one-text model: token arrays -> (batch, 1) scores
@@ -136,7 +139,7 @@ def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
     tf, loss, margin = import_tf(), _LOSSES[cfg.spec.loss], cfg.margin
     return lambda y, p: loss(tf, y, p, margin)
 
-# %% ../../nbs/backends/05_tf.ipynb #9ada0800
+# %% ../../nbs/backends/05_tf.ipynb #400e971f
 def _gather_dataset(x:dict, y, batches):
     "A dataset of (features, y) or features for `batches` of (length, row indices); rows cut to the length"
     tf = import_tf()
@@ -150,6 +153,7 @@ def _gather_dataset(x:dict, y, batches):
         return f if ys is None else (f, tf.gather(ys, i))
     return tf.data.Dataset.from_tensor_slices((idx, lens)).map(get, num_parallel_calls=tf.data.AUTOTUNE)
 
+# %% ../../nbs/backends/05_tf.ipynb #debbfe6b
 def train_dataset(
     cfg:TrainConfig,   # buckets, epochs, seed
     data:Inputs,       # `Encoded`, or a pair of them
@@ -186,7 +190,7 @@ def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     res[rows] = np.concatenate([o[:k] for o, (_, _, k) in zip(out, plan)])
     return res
 
-# %% ../../nbs/backends/05_tf.ipynb #f699d1f1
+# %% ../../nbs/backends/05_tf.ipynb #7be548fd
 _TF_CLASSES = {}   # subclasses of TensorFlow's classes, each made once per process
 
 def _tf_class(name:str, make): # the class `make(tf)` returned the first time `name` was asked for
@@ -195,6 +199,7 @@ def _tf_class(name:str, make): # the class `make(tf)` returned the first time `n
     if name not in _TF_CLASSES: _TF_CLASSES[name] = make(import_tf())
     return _TF_CLASSES[name]
 
+# %% ../../nbs/backends/05_tf.ipynb #414275fb
 def lr_schedule(
     peak:float,        # peak learning rate
     total:int,         # optimizer steps of the run
@@ -203,6 +208,7 @@ def lr_schedule(
     "`lr_at` as a Keras schedule: linear warm-up to `peak`, then linear decay to 0"
     return _tf_class('WarmupLinear', _warmup_linear)(peak, total, warmup)
 
+# %% ../../nbs/backends/05_tf.ipynb #52d8d7c2
 def _warmup_linear(tf):
     class WarmupLinear(tf.keras.optimizers.schedules.LearningRateSchedule):
         "Linear warm-up to `peak` over a `warmup` fraction of `total` steps, then linear decay to 0"
@@ -216,6 +222,7 @@ def _warmup_linear(tf):
         def get_config(self): return dict(peak=self.peak, total=self.total, warmup=self.warmup)
     return WarmupLinear
 
+# %% ../../nbs/backends/05_tf.ipynb #1ee6c242
 def make_optimizer(
     cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip
     total:int,         # optimizer steps of the run
@@ -230,11 +237,12 @@ def make_optimizer(
     opt.exclude_from_weight_decay(var_names=['bias', 'LayerNorm', 'layer_norm', 'layernorm'])
     return opt
 
-# %% ../../nbs/backends/05_tf.ipynb #e0024556
+# %% ../../nbs/backends/05_tf.ipynb #e07442ef
 def _traces(*fns)->int: # traces so far, summed over `fns` (0 for what is not, or not yet, a tf.function)
     "How many times the `tf.function`s `fns` have been traced"
     return sum(f.experimental_get_tracing_count() for f in fns if hasattr(f, 'experimental_get_tracing_count'))
 
+# %% ../../nbs/backends/05_tf.ipynb #730165ef
 def _epoch_feed(tf):
     class EpochFeed(tf.keras.callbacks.Callback):
         """Feeds the steps and epochs of Keras `fit` to an `EpochLoop`. Its state is on the instance, never in a
@@ -261,6 +269,7 @@ def _epoch_feed(tf):
                                                            eval_compiles, mfu_datasheet=s['mfu_datasheet'])
     return EpochFeed
 
+# %% ../../nbs/backends/05_tf.ipynb #817462c7
 def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
     "Train `model` with Keras `fit`; one callback feeds each epoch to `loop`"
     strategy = model.distribute_strategy
@@ -273,7 +282,7 @@ def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, ste
     model.fit(ds, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, callbacks=[feed])
     return int(model.optimizer.iterations.numpy())
 
-# %% ../../nbs/backends/05_tf.ipynb #21c39da4
+# %% ../../nbs/backends/05_tf.ipynb #4bddcfef
 def _add_grads(tf, a, b):
     "Sum two gradients; embedding gradients (IndexedSlices) are concatenated, as the all-reduce and fit's optimizer do"
     if a is None or b is None: return a if b is None else b
@@ -281,19 +290,10 @@ def _add_grads(tf, a, b):
         return tf.IndexedSlices(tf.concat([a.values, b.values], 0), tf.concat([a.indices, b.indices], 0), a.dense_shape)
     return a + b
 
-def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
-    "Train `model` on `ds` with a hand-written distributed loop, epoch by epoch of `loop`"
-    tf = import_tf()
-    strategy = model.distribute_strategy
-    per_example = per_example_loss(cfg)
-    accum, micro = cfg.grad_accum, batch // cfg.grad_accum   # batch: rows per optimizer step, all replicas
-    fp16 = cfg.precision == 'fp16'
-    with strategy.scope():
-        opt = make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy), clip=False)
-        if fp16: opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
-        params = model.trainable_variables
-        opt.build(params)   # create Adam's slots now: variables made inside the first call would make tf.function trace twice
-
+# %% ../../nbs/backends/05_tf.ipynb #385eba3c
+def _replica_step(tf, cfg:TrainConfig, model, opt, micro:int): # f(x, y) -> this replica's loss, run under `strategy.run`
+    "One optimizer step on one replica: `cfg.grad_accum` micro-batches unrolled, gradients summed over the replicas, clipped, applied"
+    per_example, accum, fp16, params = per_example_loss(cfg), cfg.grad_accum, cfg.precision == 'fp16', model.trainable_variables
     def replica_step(x, y):
         per_replica = tf.shape(y)[0] // accum
         grads, total = None, 0.0
@@ -312,19 +312,32 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
         if cfg.grad_clip: grads, _ = tf.clip_by_global_norm(grads, cfg.grad_clip)
         opt.apply_gradients(zip(grads, [v for _, v in pairs]), skip_gradients_aggregation=True)
         return total
+    return replica_step
 
+# %% ../../nbs/backends/05_tf.ipynb #17f49b2c
+def _step_functions(tf, strategy, replica_step)->tuple: # (train_1(it), train_n(it, n)): the losses of 1 or n steps
+    "The compiled calls into the device: one step, or `n` steps in one `tf.function` (steps_per_execution)"
     def one_step(it):
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_step, args=next(it)), axis=None)
-
     @tf.function
     def train_1(it): return one_step(it)[None]
-
     @tf.function
     def train_n(it, n):
         losses = tf.TensorArray(tf.float32, size=n)
         for i in tf.range(n): losses = losses.write(i, one_step(it))
         return losses.stack()
+    return train_1, train_n
 
+# %% ../../nbs/backends/05_tf.ipynb #a54780cb
+def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
+    "Train `model` on `ds` with a hand-written distributed loop, epoch by epoch of `loop`"
+    tf = import_tf()
+    strategy = model.distribute_strategy
+    with strategy.scope():
+        opt = make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy), clip=False)
+        if cfg.precision == 'fp16': opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+        opt.build(model.trainable_variables)   # create Adam's slots now: variables made inside the first call would make tf.function trace twice
+    train_1, train_n = _step_functions(tf, strategy, _replica_step(tf, cfg, model, opt, batch // cfg.grad_accum))
     it = iter(strategy.experimental_distribute_dataset(ds))
     spe = steps_per_call(cfg, 'TPU' in type(strategy).__name__, steps)
     for epoch in loop:
@@ -338,13 +351,12 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
             bar.set_postfix_str(f'loss {out[-1]:.4f}, {meter}', refresh=False)
         bar.close()
         secs, compiles = time.perf_counter() - t0, _traces(train_1, train_n) - traces
-        val, eval_compiles = validate()
-        s = meter.summary(secs)
+        (val, eval_compiles), s = validate(), meter.summary(secs)
         loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs, steps * batch, s['mfu'], compiles, val, eval_compiles,
                        mfu_datasheet=s['mfu_datasheet'])
     return int(opt.iterations.numpy())
 
-# %% ../../nbs/backends/05_tf.ipynb #48302ad3
+# %% ../../nbs/backends/05_tf.ipynb #b32fe2d9
 def _tf_kind(strategy)->str|None: # e.g. 'NVIDIA A100-SXM4-40GB'; None where the replicas are not GPUs
     "The name of the GPU the replicas of `strategy` run on, for `datasheet_peak`"
     tf = import_tf()
@@ -353,9 +365,11 @@ def _tf_kind(strategy)->str|None: # e.g. 'NVIDIA A100-SXM4-40GB'; None where the
     if tf.DeviceSpec.from_string(first).device_type != 'GPU': return None
     return tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name')
 
+# %% ../../nbs/backends/05_tf.ipynb #0c7b0015
 def _check_loop(loop:str):
     if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
 
+# %% ../../nbs/backends/05_tf.ipynb #1a863437
 @quiet_tf_logs()
 def fit_model(
     cfg:TrainConfig,     # the run

@@ -15,9 +15,10 @@ from ..torchcore import TaskModel, build_model, fit_model, predict, save_weights
 # %% auto #0
 __all__ = ['TorchBackend']
 
-# %% ../../nbs/backends/03_torch.ipynb #a135619c
+# %% ../../nbs/backends/03_torch.ipynb #d31bbe42
 def _model_key(cfg:TrainConfig)->tuple: return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
 
+# %% ../../nbs/backends/03_torch.ipynb #b59ce4d4
 class TorchBackend:
     "Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under torchrun (the `Backend` contract)"
     name = 'torch'

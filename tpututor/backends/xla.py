@@ -16,7 +16,8 @@ from torch import nn
 from ..devices.frameworks import import_xla
 from ..config import TrainConfig, Inputs, check_targets, check_inputs, n_rows, width, lr_at
 from ..devices.compiles import CompileWatcher, compiles_during
-from ..devices.xla import count_compiles, count_cache_hits, use_compile_cache, compile_cache_status, spmd_mesh, shard_batch, peak_flops, device_kind, metric
+from ..devices.xla import compile_cache_status, spmd_mesh, shard_batch
+from ..devices.ops import use_compile_cache
 from ..devices.ops import compile_cache_dir
 from ..rundir import write_json, read_json
 from ..devices.xla import XlaDevice, check_precision, xla_model
@@ -28,11 +29,12 @@ from ..torchcore import TaskModel, EncodedDataset, make_optimizer, save_weights,
 # %% auto #0
 __all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
 
-# %% ../../nbs/backends/04_xla.ipynb #8b2632db
+# %% ../../nbs/backends/04_xla.ipynb #a7e13876
 def build_model(cfg:TrainConfig, pretrained:bool=True)->TaskModel: # on the CPU; move it with `.to(device)`
     "The core's `build_model` for torch_xla: the family checked against the xla backend, the device's generator seeded"
     return torchcore.build_model(cfg, pretrained, XlaDevice())
 
+# %% ../../nbs/backends/04_xla.ipynb #bba943a8
 def fit_model(
     cfg:TrainConfig,     # the run's settings
     train:Inputs,        # training rows
@@ -48,10 +50,12 @@ def fit_model(
     "Train a model for `cfg` on one XLA device or SPMD over a mesh (the core's `fit_model` on `XlaDevice`)"
     return torchcore.fit_model(cfg, train, y_train, valid, y_valid, model, XlaDevice(mesh), verbose, watchers, mfu)
 
+# %% ../../nbs/backends/04_xla.ipynb #6a060435
 def predict(cfg:TrainConfig, model:TaskModel, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
     "Predictions of `model` (on the XLA device) for every row of `data`, SPMD over `mesh` if given"
     return torchcore.predict(cfg, model, data, XlaDevice(mesh))
 
+# %% ../../nbs/backends/04_xla.ipynb #8012ac82
 def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->float: # the mean loss
     "The task's loss of the predictions of `model` on `data`: every backend's validation loss"
     return torchcore.evaluate(cfg, model, data, y, XlaDevice(mesh))
@@ -67,7 +71,7 @@ class XlaBackend:
     ):
         self.spmd, self.verbose, self._layer = spmd, verbose, None
         self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
-        self.compile_cache = use_compile_cache(compile_cache)   # before anything compiles; None where it cannot help
+        self.compile_cache = use_compile_cache('torch_xla', compile_cache)   # before anything compiles; None where it cannot help
         self.compile_cache_why = compile_cache_status()['why']   # why it is None ('on the CPU runtime ...'); None when on
 
     @property
@@ -96,14 +100,13 @@ class XlaBackend:
 
     def compile_stats(self)->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
         "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
-        n, secs = metric('CompileTime')
-        return dict(compiles=n + count_cache_hits(), cache_hits=count_cache_hits(), seconds=secs)
+        return self.layer.compile_stats()
 
     def free(self, model:TaskModel|None=None)->None:
         "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
         self.layer.free(model)
 
-# %% ../../nbs/backends/04_xla.ipynb #f116dde0
+# %% ../../nbs/backends/04_xla.ipynb #eff67ff9
 def fit_per_core(
     index:int,          # process index (given by `torch_xla.launch`)
     cfg:TrainConfig,    # the run's settings (`batch_size` per core; buckets must be 0)
@@ -114,7 +117,7 @@ def fit_per_core(
 ):
     "The per-core training program for `torch_xla.launch`: DistributedSampler + MpDeviceLoader + all-reduced gradients"
     tx = import_xla()
-    use_compile_cache(Path(compile_cache) / f'process{index}' if compile_cache else 'off')   # one folder per process
+    use_compile_cache('torch_xla', Path(compile_cache) / f'process{index}' if compile_cache else 'off')   # one folder per process
     import torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
     layer = XlaDevice(per_core=True)
@@ -135,20 +138,21 @@ def fit_per_core(
     for epoch in loop:
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
         w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
-        t0, hits = time.perf_counter(), count_cache_hits()
+        t0, hits = time.perf_counter(), layer.cache_hits()
         losses = train_epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
         secs = time.perf_counter() - t0
         loop.history.step_loss += step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
         loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * cfg.batch_size * world, compiles=w.compiles,
-                       cache_hits=count_cache_hits() - hits)
+                       cache_hits=layer.cache_hits() - hits)
     hist = loop.finish()
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')
         write_json(Path(out_dir) / 'history.json', hist.to_dict())
     xla_model().rendezvous('tpututor_saved')
 
+# %% ../../nbs/backends/04_xla.ipynb #29a642db
 def launch_fit(
     cfg:TrainConfig,  # the run's settings (`batch_size` per core)
     train:Inputs,     # training rows

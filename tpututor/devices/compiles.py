@@ -10,36 +10,43 @@ import contextlib, warnings
 from .ops import count_compiles
 
 def _xla_compiles()->int: return count_compiles('torch_xla')   # the default counter: torch_xla's
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['RecompileError', 'RecompileWarning', 'CompileWatcher', 'CompileCount', 'compiles_during']
 
-# %% ../../nbs/devices/06_compiles.ipynb #2bfe7acd
+# %% ../../nbs/devices/06_compiles.ipynb #0b9af0a4
 class RecompileError(RuntimeError):
     "A step after warm-up compiled a new XLA graph (raised by `CompileWatcher(strict=True)`)"
 
+# %% ../../nbs/devices/06_compiles.ipynb #210a8bb1
 class RecompileWarning(UserWarning):
     "A step after warm-up compiled a new XLA graph"
 
+# %% ../../nbs/devices/06_compiles.ipynb #8966cd58
 def _shape(v):
     "The shape of a tensor or array, a shape given as a tuple or `torch.Size`, else the value itself"
     if hasattr(v, 'shape'): return tuple(int(s) for s in v.shape)
     if isinstance(v, (tuple, list)) and all(isinstance(s, int) for s in v): return tuple(v)
     return v
 
+# %% ../../nbs/devices/06_compiles.ipynb #2d2286ae
 def _n(k, word): return f"{k} {word}{'' if k == 1 else 's'}"
 
+# %% ../../nbs/devices/06_compiles.ipynb #57ed0fdc
 def _change(name, old, new):
     "One input's change in words"
     if old is None: return f"{name} appeared with {new}"
     if new is None: return f"{name} disappeared (was {old})"
     return f"{name} changed from {old} to {new}"
 
+# %% ../../nbs/devices/06_compiles.ipynb #431d471a
 def _changes(old, new):
     "{name: (old shape, new shape)} for the inputs whose shape differs between two steps"
     old = old or {}
     return {k: (old.get(k), new.get(k)) for k in {**old, **new} if old.get(k) != new.get(k)}
 
+# %% ../../nbs/devices/06_compiles.ipynb #fdc862f8
 _SUSPECTS = ("so the graph itself changed: look for a Python number that changes between steps (0 and 1 "
              "are compiled in as constants), slicing by a Python int, `.item()` or printing inside the step, "
              "ops whose output size depends on the data (nonzero, boolean masks), or CPU fallbacks. A stateful "
@@ -86,49 +93,57 @@ class CompileWatcher:
         "Compiles that happened in steps after warm-up"
         return sum(e['compiles'] for e in self.events)
 
-    def step(self, **inputs)->int: # the number of compiles since the previous step
-        "Mark the end of a step (after `torch_xla.sync()`); `inputs`: name=tensor (or shape) of this step's inputs"
-        if self._start is None or self._end is not None:
-            raise RuntimeError(f"CompileWatcher {self.name!r} is not running: use `with watcher:` around the loop "
-                               "or call watcher.start() before it")
-        now = self._count()
-        new, self._prev = (now - self._prev if now >= self._prev else now), now
-        self.steps += 1
-        shapes = {k: _shape(v) for k, v in inputs.items()}
-        old, self._shapes = self._shapes, shapes
-        if not new: return 0
-        if self.steps <= self.warmup:
-            self.warmup_compiles += new
-            return new
-        event = dict(step=self.steps, compiles=new, changed=_changes(old, shapes), first=old is None, inputs=bool(inputs))
-        self.events.append(event)
-        msg = self._describe(event)
-        if self.strict: raise RecompileError(msg)
-        warnings.warn(msg, RecompileWarning, stacklevel=2)
+# %% ../../nbs/devices/06_compiles.ipynb #f7fef0fa
+@patch
+def step(self:CompileWatcher, **inputs)->int: # the number of compiles since the previous step
+    "Mark the end of a step (after `torch_xla.sync()`); `inputs`: name=tensor (or shape) of this step's inputs"
+    if self._start is None or self._end is not None:
+        raise RuntimeError(f"CompileWatcher {self.name!r} is not running: use `with watcher:` around the loop "
+                           "or call watcher.start() before it")
+    now = self._count()
+    new, self._prev = (now - self._prev if now >= self._prev else now), now
+    self.steps += 1
+    shapes = {k: _shape(v) for k, v in inputs.items()}
+    old, self._shapes = self._shapes, shapes
+    if not new: return 0
+    if self.steps <= self.warmup:
+        self.warmup_compiles += new
         return new
+    event = dict(step=self.steps, compiles=new, changed=_changes(old, shapes), first=old is None, inputs=bool(inputs))
+    self.events.append(event)
+    msg = self._describe(event)
+    if self.strict: raise RecompileError(msg)
+    warnings.warn(msg, RecompileWarning, stacklevel=2)
+    return new
 
-    def _describe(self, e):
-        n = f" ({e['compiles']} compiles)" if e['compiles'] > 1 else ''
-        head = f"step {e['step']} recompiled{n}"
-        if e['first']: return f"{head}: no earlier step to compare it with (warm-up is {_n(self.warmup, 'step')})."
-        if e['changed']:
-            what = '; '.join(_change(k, old, new) for k, (old, new) in e['changed'].items())
-            return f"{head}: {what}. Pad inputs to a few fixed shapes (length buckets) so each shape compiles once."
-        if not e['inputs']: return f"{head}: no input shapes were recorded; pass them, e.g. step(input_ids=batch['input_ids'])."
-        return f"{head}: no input shape changed, {_SUSPECTS}."
+# %% ../../nbs/devices/06_compiles.ipynb #149e3ec0
+@patch
+def _describe(self:CompileWatcher, e):
+    n = f" ({e['compiles']} compiles)" if e['compiles'] > 1 else ''
+    head = f"step {e['step']} recompiled{n}"
+    if e['first']: return f"{head}: no earlier step to compare it with (warm-up is {_n(self.warmup, 'step')})."
+    if e['changed']:
+        what = '; '.join(_change(k, old, new) for k, (old, new) in e['changed'].items())
+        return f"{head}: {what}. Pad inputs to a few fixed shapes (length buckets) so each shape compiles once."
+    if not e['inputs']: return f"{head}: no input shapes were recorded; pass them, e.g. step(input_ids=batch['input_ids'])."
+    return f"{head}: no input shape changed, {_SUSPECTS}."
 
-    def report(self)->str: # a few lines in plain words
-        "What happened: steps, compiles in and after warm-up, and each step that recompiled"
-        other = self.compiles - self.warmup_compiles - self.recompiles
-        head = (f"{self.name}: {_n(self.steps, 'step')}, {_n(self.compiles, 'compile')} "
-                f"({self.warmup_compiles} in {_n(min(self.warmup, self.steps), 'warm-up step')}, {self.recompiles} after"
-                + (f", {other} after the last step" if other else '') + ')')
-        if not self.events: return head + '\nno recompiles after warm-up: every later step reused a compiled graph'
-        return '\n'.join([head] + [self._describe(e) for e in self.events])
+# %% ../../nbs/devices/06_compiles.ipynb #546a699d
+@patch
+def report(self:CompileWatcher)->str: # a few lines in plain words
+    "What happened: steps, compiles in and after warm-up, and each step that recompiled"
+    other = self.compiles - self.warmup_compiles - self.recompiles
+    head = (f"{self.name}: {_n(self.steps, 'step')}, {_n(self.compiles, 'compile')} "
+            f"({self.warmup_compiles} in {_n(min(self.warmup, self.steps), 'warm-up step')}, {self.recompiles} after"
+            + (f", {other} after the last step" if other else '') + ')')
+    if not self.events: return head + '\nno recompiles after warm-up: every later step reused a compiled graph'
+    return '\n'.join([head] + [self._describe(e) for e in self.events])
 
-    def __repr__(self): return self.report().splitlines()[0]
+# %% ../../nbs/devices/06_compiles.ipynb #d74ba89b
+@patch
+def __repr__(self:CompileWatcher): return self.report().splitlines()[0]
 
-# %% ../../nbs/devices/06_compiles.ipynb #98568e64
+# %% ../../nbs/devices/06_compiles.ipynb #5d15de8e
 class CompileCount:
     "The compiles counted by `compiles_during`: live inside the `with` block, fixed after it"
     def __init__(self, counter=None): self._count = counter or _xla_compiles; self._start, self._end = self._count(), None
@@ -138,6 +153,7 @@ class CompileCount:
     def __eq__(self, other): return self.n == other
     def __repr__(self): return f'{self.n} compiles'
 
+# %% ../../nbs/devices/06_compiles.ipynb #2b5d4144
 @contextlib.contextmanager
 def compiles_during(
     counter=None, # f() -> compiles so far (default: torch_xla's)

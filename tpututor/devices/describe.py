@@ -13,25 +13,29 @@ from .frameworks import import_tf, import_xla, installed, not_installed, tpu_pre
 # %% auto #0
 __all__ = ['describe', 'VirtualDeviceError', 'virtual_tpu']
 
-# %% ../../nbs/devices/02_describe.ipynb #d19a9498
+# %% ../../nbs/devices/02_describe.ipynb #b4dd9f9d
 _EXTRA = {'torch_xla': 'xla', 'tensorflow': 'tf'}
 
 def _loaded(name): return sys.modules.get(name) is not None
 
+# %% ../../nbs/devices/02_describe.ipynb #3d8ddc3f
 def _xla_started():
     "Has this process's torch_xla runtime started (and so fixed its devices)?"
     return _loaded('torch_xla') and sys.modules['torch_xla']._XLAC._xla_runtime_is_initialized()
 
+# %% ../../nbs/devices/02_describe.ipynb #b98b561d
 def _xla_devices():
     "Runtime devices of torch_xla in this process (starts the runtime if it has not started)"
     import torch_xla, torch_xla.runtime as xr
     return xr.device_type(), list(torch_xla._XLAC._xla_get_all_runtime_devices())
 
+# %% ../../nbs/devices/02_describe.ipynb #518e5ba7
 def _xla_rows():
     kind, devs = _xla_devices()
     env = ', '.join(f'{k}={os.environ[k]}' for k in ('PJRT_DEVICE', 'CPU_NUM_DEVICES') if k in os.environ)
     return [dict(framework='torch_xla', device=kind, count=len(devs), notes=env)]
 
+# %% ../../nbs/devices/02_describe.ipynb #ed876ddd
 def _tf_rows(tf):
     "What TensorFlow sees, read without initialising its devices (so they can still be split)"
     cpus = tf.config.list_physical_devices('CPU')
@@ -45,6 +49,7 @@ def _tf_rows(tf):
                              'TensorFlow reaches TPU cores through TPUClusterResolver + initialize_tpu_system (TPUStrategy)'))
     return rows
 
+# %% ../../nbs/devices/02_describe.ipynb #6516d721
 def _probe_here(names):
     "Rows for the frameworks in `names`, loading them in this process (torch_xla first)"
     rows = []
@@ -62,6 +67,7 @@ from tpututor.devices.describe import _probe_here
 print(json.dumps(_probe_here(sys.argv[1:])))
 '''
 
+# %% ../../nbs/devices/02_describe.ipynb #d7844250
 def _probe_fresh(names, timeout=300):
     "Rows for `names` from a fresh Python process, so that nothing starts in this one"
     failed = lambda why: [dict(framework=n, device='-', count=0, notes=f'probe failed: {why}'[:200]) for n in names]
@@ -72,6 +78,7 @@ def _probe_fresh(names, timeout=300):
     for row in rows: row['notes'] = '; '.join(x for x in (row['notes'], 'seen from a fresh process') if x)
     return rows
 
+# %% ../../nbs/devices/02_describe.ipynb #96f86020
 def _print_table(rows, cols=('framework', 'device', 'count', 'notes')):
     w = [max([len(c)] + [len(str(r[c])) for r in rows]) for c in cols]
     for r in [dict(zip(cols, cols))] + rows: print('  '.join(str(r[c]).ljust(n) for c, n in zip(cols, w)).rstrip())
@@ -101,10 +108,11 @@ def _check_int(name, v, least):
     if not isinstance(v, int) or isinstance(v, bool) or v < least: raise ValueError(f"`{name}` must be an int >= {least}, got {v!r}")
     return v
 
-# %% ../../nbs/devices/02_describe.ipynb #322ccc13
+# %% ../../nbs/devices/02_describe.ipynb #9f88cf1d
 class VirtualDeviceError(RuntimeError):
     "Raised when a framework has already set up its devices, so its CPU can no longer be split"
 
+# %% ../../nbs/devices/02_describe.ipynb #2e2aac5a
 _NAMES = {'xla': 'torch_xla', 'torch_xla': 'torch_xla', 'tf': 'tensorflow', 'tensorflow': 'tensorflow'}
 
 def _chosen(frameworks):
@@ -118,6 +126,7 @@ def _chosen(frameworks):
         if not installed(n): raise not_installed(n, _EXTRA[n])
     return [n for n in ('torch_xla', 'tensorflow') if n in names], True
 
+# %% ../../nbs/devices/02_describe.ipynb #1a550feb
 def _virtual_xla(n):
     dev = os.environ.get('PJRT_DEVICE', 'CPU').upper()
     if dev != 'CPU':
@@ -134,6 +143,7 @@ def _virtual_xla(n):
     import_xla('CPU')   # refuses with FrameworkOrderError if TensorFlow came first
     return _xla_devices()[1]
 
+# %% ../../nbs/devices/02_describe.ipynb #7a9372ca
 def _virtual_tf(n):
     tf = sys.modules.get('tensorflow') or import_tf(legacy_keras=installed('tf_keras'))
     cpu = tf.config.list_physical_devices('CPU')[0]

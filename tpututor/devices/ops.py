@@ -14,19 +14,20 @@ from ..meter import cache_dir
 __all__ = ['OFF', 'DEVICE_LAYERS', 'cache_off', 'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops',
            'peak_flops', 'count_compiles', 'use_compile_cache', 'device_kind']
 
-# %% ../../nbs/devices/00_ops.ipynb #b863de92
+# %% ../../nbs/devices/00_ops.ipynb #1e8d4263
 OFF = ('off', '0', 'none', 'false', 'no')   # what turns the compile cache off, in $TPUTUTOR_COMPILE_CACHE or a `compile_cache` argument
 
 def cache_off(value)->bool:
     "Does a compile-cache setting say 'off'?"
     return value is not None and str(value).strip().lower() in OFF
 
-
+# %% ../../nbs/devices/00_ops.ipynb #083ae5f8
 def _compile_root()->Path|None: # the folder holding every framework's compile cache; None: caching is off
     v = os.environ.get('TPUTUTOR_COMPILE_CACHE', '').strip()
     if v and cache_off(v): return None
     return Path(v).expanduser() if v else cache_dir() / 'compile'
 
+# %% ../../nbs/devices/00_ops.ipynb #34c704b2
 def compile_cache_dir(
     framework:str, # 'jax', 'torch_xla' or 'tensorflow': one folder each
 )->Path|None:      # the folder (not created here), or None when `$TPUTUTOR_COMPILE_CACHE` is 'off'
@@ -36,16 +37,19 @@ def compile_cache_dir(
     root = _compile_root()
     return None if root is None else root / framework
 
+# %% ../../nbs/devices/00_ops.ipynb #4d5205ad
 def _size(d:Path)->tuple: # (files, bytes) under `d`
     files = [f for f in d.rglob('*') if f.is_file()] if d.is_dir() else []
     return len(files), sum(f.stat().st_size for f in files)
 
+# %% ../../nbs/devices/00_ops.ipynb #6b3ff1c8
 def compile_cache_report()->list: # one dict per framework folder: framework, path, files, bytes
     "The compile cache's folders with their sizes ([] when caching is off or nothing was cached yet)"
     root = _compile_root()
     if root is None or not root.is_dir(): return []
     return [dict(framework=d.name, path=str(d), files=(s := _size(d))[0], bytes=s[1]) for d in sorted(root.iterdir()) if d.is_dir()]
 
+# %% ../../nbs/devices/00_ops.ipynb #9648c8e0
 def clear_compile_cache(
     framework:str|None=None, # one framework's folder ('jax', 'torch_xla', ...); None: every framework's
 )->int:                      # bytes freed
@@ -62,7 +66,7 @@ def clear_compile_cache(
         shutil.rmtree(d)
     return freed
 
-# %% ../../nbs/devices/00_ops.ipynb #571078b3
+# %% ../../nbs/devices/00_ops.ipynb #801a46bf
 DEVICE_LAYERS = {   # framework -> (module, class) of the object that answers the operations below for it
     'torch': ('tpututor.torchcore', 'TorchDevice'),
     'torch_xla': ('tpututor.backends.xla', 'XlaDevice'),
@@ -79,18 +83,26 @@ def device_ops(
     mod, cls = DEVICE_LAYERS[framework]
     return getattr(importlib.import_module(mod), cls)()
 
+# %% ../../nbs/devices/00_ops.ipynb #2b704351
 def peak_flops(framework:str, dtype:str='float32', refresh:bool=False)->float: # FLOP/s of one device
     "The measured matmul peak of one device of `framework` (cached)"
     return device_ops(framework).peak_flops(dtype, refresh=refresh)
 
+# %% ../../nbs/devices/00_ops.ipynb #4640ebd0
 def count_compiles(framework:str)->int|None: # None where the framework compiles no programs of its own
     "Programs `framework` has compiled or loaded from its compile cache in this process"
     return device_ops(framework).count_compiles()
 
-def use_compile_cache(framework:str, path=None): # the folder in use, or None
+# %% ../../nbs/devices/00_ops.ipynb #fef6895e
+def use_compile_cache(
+    framework:str, # a key of `DEVICE_LAYERS`
+    path=None,     # the folder (default: `compile_cache_dir(framework)`); 'off': none
+    **kwargs,      # the framework's own options (torch_xla: `force`, `readonly`)
+): # the folder in use, or None
     "Keep `framework`'s compiled programs in `path` (default: `compile_cache_dir` of the framework)"
-    return device_ops(framework).use_compile_cache(path)
+    return device_ops(framework).use_compile_cache(path, **kwargs)
 
+# %% ../../nbs/devices/00_ops.ipynb #4ab5bd0f
 def device_kind(framework:str)->str: # e.g. 'CPU:<model> x2', 'CUDA:NVIDIA H100 80GB HBM3', 'TPU:TPU v5 lite'
     "What the device `framework` computes on is, the key of `datasheet_peak`"
     return device_ops(framework).kind()

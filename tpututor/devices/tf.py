@@ -10,7 +10,7 @@ import contextlib, logging, warnings
 from .frameworks import import_tf, keras_is_legacy
 
 # %% auto #0
-__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'peak_flops', 'TfDevice', 'n_replicas', 'global_batch', 'scaled_lr',
+__all__ = ['quiet_tf_logs', 'find_tpu', 'get_strategy', 'TfDevice', 'n_replicas', 'global_batch', 'scaled_lr',
            'check_steps_per_execution']
 
 # %% ../../nbs/devices/04_tf.ipynb #8ec980f2
@@ -70,7 +70,7 @@ def get_strategy(
     return strategy
 
 # %% ../../nbs/devices/04_tf.ipynb #ce66fdee
-def peak_flops(
+def _peak_flops(
     strategy=None,        # the strategy whose replicas run the matmuls (default: `get_strategy()`)
     dtype:str='float32',  # 'float32' or 'bfloat16'
     n:int|None=None,      # matmul size (default 1024 on CPUs, 8192 on a TPU or GPU)
@@ -120,17 +120,18 @@ class TfDevice:
         kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
         if kind == 'GPU': return f"GPU:{tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name', '')}"
         return f'CPU:{host_name()}' if kind == 'CPU' else kind
-    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return peak_flops(self.strategy, dtype, refresh=refresh)
+    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return _peak_flops(self.strategy, dtype, refresh=refresh)
     def count_compiles(self): return None        # graphs are traced, not compiled by XLA: the tf backend counts its traces
     def cache_hits(self): return None
     def compile_seconds(self): return None
     def use_compile_cache(self, path=None): return None   # nothing to keep between processes
 
-# %% ../../nbs/devices/04_tf.ipynb #14580ad5
+# %% ../../nbs/devices/04_tf.ipynb #c81311e7
 def n_replicas(strategy)->int: # 1 for the default strategy
     "Number of replicas that train in sync"
     return int(strategy.num_replicas_in_sync)
 
+# %% ../../nbs/devices/04_tf.ipynb #2f0019e8
 def global_batch(
     per_replica:int, # rows per replica per step
     strategy,        # a strategy, or a replica count
@@ -140,6 +141,7 @@ def global_batch(
     if not isinstance(per_replica, int) or per_replica < 1: raise ValueError(f"per_replica batch must be an integer >= 1, got {per_replica!r}")
     return per_replica * n
 
+# %% ../../nbs/devices/04_tf.ipynb #983e8d7d
 def scaled_lr(
     lr:float,           # learning rate for one replica
     strategy,           # a strategy, or a replica count

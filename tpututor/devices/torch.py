@@ -19,12 +19,13 @@ from .ops import compile_cache_dir, cache_off
 # %% auto #0
 __all__ = ['LAYERS', 'accelerator', 'init_distributed', 'TorchDevice', 'register_layer', 'device_layer', 'AdamW']
 
-# %% ../../nbs/devices/05_torch.ipynb #1234dcc1
+# %% ../../nbs/devices/05_torch.ipynb #b6e4238b
 def _dist():
     "`torch.distributed` when a process group is running, else None"
     d = torch.distributed
     return d if d.is_available() and d.is_initialized() else None
 
+# %% ../../nbs/devices/05_torch.ipynb #6d848f2c
 def accelerator(
     index:int|None=None, # device index (default: `LOCAL_RANK` of a torchrun launch, else the current one)
 )->torch.device:         # e.g. cuda:0, tpu:0, or cpu
@@ -34,6 +35,7 @@ def accelerator(
     if index is None: index = int(os.environ.get('LOCAL_RANK', torch.accelerator.current_device_index()))
     return torch.device(acc.type, index)
 
+# %% ../../nbs/devices/05_torch.ipynb #dc382101
 def init_distributed(
     device=None, # the device this process trains on (default: `accelerator()`)
 )->int:          # processes in the group (1: none was started)
@@ -46,11 +48,12 @@ def init_distributed(
     d.init_process_group(d.get_default_backend_for_device(dev))   # gloo for CPUs, nccl for CUDA, what TorchTPU registers for 'tpu'
     return d.get_world_size()
 
-# %% ../../nbs/devices/05_torch.ipynb #02a8d7bb
+# %% ../../nbs/devices/05_torch.ipynb #cb962a60
 def _dynamo_counter(group, key):
     from torch._dynamo.utils import counters
     return int(counters[group][key])
 
+# %% ../../nbs/devices/05_torch.ipynb #66e88f51
 class TorchDevice:
     "Native PyTorch on the device `torch.accelerator` names (CPU, CUDA, TorchTPU's 'tpu'), one process or one per device (torch.distributed)"
     name = 'torch'       # the backend this layer serves (families are checked against it)
@@ -81,22 +84,26 @@ class TorchDevice:
         return f'{t.upper()}:{name}' if name else t.upper()
     def describe(self)->str: return f"{self.kind()}, {self.replicas()} process(es)" + (', torch.compile' if self.compile else '')
 
-# %% ../../nbs/devices/05_torch.ipynb #3dd279f1
+# %% ../../nbs/devices/05_torch.ipynb #77d1e566
 @patch
 def prepare(self:TorchDevice):
     "Before transformers is imported: keep TensorFlow (and, where it is not in use, torch_xla) out of this process"
     os.environ.setdefault('USE_TF', '0')
     if 'torch_xla' not in sys.modules: os.environ.setdefault('USE_TORCH_XLA', '0')   # accelerate would import it
 
+# %% ../../nbs/devices/05_torch.ipynb #c4f7bbe8
 @patch
 def seed(self:TorchDevice, seed:int): torch.manual_seed(seed)   # the CPU's and every accelerator's generator
 
+# %% ../../nbs/devices/05_torch.ipynb #2a1ea4fe
 @patch
 def place_model(self:TorchDevice, model:nn.Module)->nn.Module: return model.to(self.device)
 
+# %% ../../nbs/devices/05_torch.ipynb #1a5f4f31
 @patch
 def replicate(self:TorchDevice, tensors): pass                  # only SPMD marks tensors
 
+# %% ../../nbs/devices/05_torch.ipynb #e89b57e1
 @patch
 def place(self:TorchDevice,
     batch:dict,        # tensors whose first dimension is the global batch
@@ -107,6 +114,7 @@ def place(self:TorchDevice,
     if self.device.type == 'cuda': batch = {n: v.pin_memory() for n, v in batch.items()}   # else the copy waits for the GPU to finish its queue
     return {n: v.to(self.device, non_blocking=True) for n, v in batch.items()}
 
+# %% ../../nbs/devices/05_torch.ipynb #d81a88af
 @patch
 def forward(self:TorchDevice, model:nn.Module): # a callable taking a batch
     "The model, or its `torch.compile`d version (made once per model; static shapes)"
@@ -121,18 +129,21 @@ def forward(self:TorchDevice, model:nn.Module): # a callable taking a batch
         self._compiled[model] = fn
     return self._compiled[model]
 
+# %% ../../nbs/devices/05_torch.ipynb #7480cf64
 @patch
 def step_end(self:TorchDevice): pass   # eager: every op already ran (torch_xla cuts its graph here)
 
+# %% ../../nbs/devices/05_torch.ipynb #37b9fa4f
 @patch
 def flush(self:TorchDevice): pass      # nothing is pending between steps
 
+# %% ../../nbs/devices/05_torch.ipynb #9f61faf6
 @patch
 def wait(self:TorchDevice):
     "Wait for the device's queued work (before a timing or a memory reading)"
     if self.device.type != 'cpu': torch.accelerator.synchronize(self.device)
 
-# %% ../../nbs/devices/05_torch.ipynb #2a8964b8
+# %% ../../nbs/devices/05_torch.ipynb #d1c7bd6e
 @patch
 def check_precision(self:TorchDevice, cfg): # `cfg`, when its precision suits the device
     "Refuse a precision this device does not train with"
@@ -141,18 +152,20 @@ def check_precision(self:TorchDevice, cfg): # `cfg`, when its precision suits th
                          "'fp32' or 'bf16' (autocast to bfloat16 with float32 master weights). Use precision='bf16'.")
     return cfg
 
+# %% ../../nbs/devices/05_torch.ipynb #7cad1081
 @patch
 def autocast(self:TorchDevice, precision:str): # a context manager
     "Autocast to bfloat16 for 'bf16' (float16 for 'fp16'); nothing for 'fp32'"
     if precision == 'fp32': return nullcontext()
     return torch.autocast(self.device.type, dtype=torch.bfloat16 if precision == 'bf16' else torch.float16)
 
+# %% ../../nbs/devices/05_torch.ipynb #33294312
 @patch
 def scaler(self:TorchDevice, precision:str): # a `torch.amp.GradScaler`, or None
     "Loss scaling for float16; bfloat16 has float32's range and needs none"
     return torch.amp.GradScaler(self.device.type) if precision == 'fp16' else None
 
-# %% ../../nbs/devices/05_torch.ipynb #bdf5140b
+# %% ../../nbs/devices/05_torch.ipynb #79ef9383
 @patch
 def reduce(self:TorchDevice, opt):
     "Average the gradients over the processes (one all-reduce of one flat buffer); nothing with one process"
@@ -164,6 +177,7 @@ def reduce(self:TorchDevice, opt):
     i = 0
     for g in grads: g.copy_(flat[i:i + g.numel()].view_as(g)); i += g.numel()
 
+# %% ../../nbs/devices/05_torch.ipynb #4f7cba96
 @patch
 def mean(self:TorchDevice, x:float)->float: # `x` averaged over the processes
     "A number averaged over the processes (each process's epoch loss is over its own rows)"
@@ -172,6 +186,7 @@ def mean(self:TorchDevice, x:float)->float: # `x` averaged over the processes
     t = torch.tensor([float(x)], dtype=torch.float64, device=self.device)
     d.all_reduce(t); return float(t.item()) / d.get_world_size()
 
+# %% ../../nbs/devices/05_torch.ipynb #8b722a77
 @patch
 def agree(self:TorchDevice, value): # process 0's `value`, in every process
     "Process 0's value (the k-fold layer's 'is this fold done?'), so that every process takes the same path"
@@ -179,17 +194,19 @@ def agree(self:TorchDevice, value): # process 0's `value`, in every process
     if d is None: return value
     box = [value]; d.broadcast_object_list(box, src=0); return box[0]
 
-# %% ../../nbs/devices/05_torch.ipynb #9c15163c
+# %% ../../nbs/devices/05_torch.ipynb #c71a23e9
 @patch
 def count_compiles(self:TorchDevice)->int: # programs torch.compile made in this process (0 in eager mode)
     "Programs compiled (or loaded from the compile cache) by torch.compile in this process"
     return _dynamo_counter('stats', 'unique_graphs') if self.compile else 0
 
+# %% ../../nbs/devices/05_torch.ipynb #bcf15926
 @patch
 def cache_hits(self:TorchDevice)->int: # of those, the ones AOTAutograd found in its cache
     "Compiled programs loaded from the compile cache instead of built"
     return _dynamo_counter('aot_autograd', 'autograd_cache_hit') if self.compile else 0
 
+# %% ../../nbs/devices/05_torch.ipynb #ba6cc3fa
 @patch
 def compile_seconds(self:TorchDevice)->float:
     "Seconds torch.compile spent in this process (its own timers)"
@@ -197,6 +214,7 @@ def compile_seconds(self:TorchDevice)->float:
     from torch._dynamo.utils import compilation_time_metrics
     return float(sum(compilation_time_metrics.get('_compile.compile_inner', [])))
 
+# %% ../../nbs/devices/05_torch.ipynb #84960745
 @patch
 def use_compile_cache(self:TorchDevice, path=None): # the folder in use, or None
     "Keep torch.compile's programs in `path` (default: `compile_cache_dir('torch')`); 'off': leave Inductor's own folder"
@@ -208,7 +226,7 @@ def use_compile_cache(self:TorchDevice, path=None): # the folder in use, or None
     os.environ['TORCHINDUCTOR_CACHE_DIR'] = str(path)   # read when Inductor first compiles
     return path
 
-# %% ../../nbs/devices/05_torch.ipynb #9274f0eb
+# %% ../../nbs/devices/05_torch.ipynb #34905582
 @patch
 def peak_flops(self:TorchDevice,
     dtype:str='float32',  # 'float32', 'bfloat16' or 'float16'
@@ -229,18 +247,22 @@ def peak_flops(self:TorchDevice,
         return best_rate(run, 2 * n ** 3 * 8)
     return cached_peak(f'torch-matmul|{self.kind()}|{dtype}|{n}', measure, refresh)
 
+# %% ../../nbs/devices/05_torch.ipynb #c1c1daa2
 @patch
 def peak_memory(self:TorchDevice)->int|None: # bytes; None on a CPU
     "The most device memory this process has held (since the last `reset_peak_memory`)"
     return None if self.device.type == 'cpu' else int(torch.accelerator.max_memory_allocated(self.device))
 
+# %% ../../nbs/devices/05_torch.ipynb #70e68788
 @patch
 def reset_peak_memory(self:TorchDevice):
     if self.device.type != 'cpu': torch.accelerator.reset_peak_memory_stats(self.device)
 
+# %% ../../nbs/devices/05_torch.ipynb #ac19d44e
 @patch
 def restore(self:TorchDevice, model:nn.Module, state:dict): model.load_state_dict(state)   # a snapshot of the weights back
 
+# %% ../../nbs/devices/05_torch.ipynb #2ee5ecfd
 @patch
 def free(self:TorchDevice, model:nn.Module|None=None):
     "Release the model's device memory (the model is unusable afterwards)"

@@ -16,36 +16,39 @@ from .ops import compile_cache_dir, cache_off
 from .torch import TorchDevice, AdamW
 
 # %% auto #0
-__all__ = ['CACHE_LOADS', 'metric', 'count_compiles', 'count_executions', 'metrics_summary', 'device_kind', 'peak_flops',
-           'spmd_mesh', 'shard_batch', 'count_cache_hits', 'compile_cache_status', 'use_compile_cache',
+__all__ = ['CACHE_LOADS', 'metric', 'count_executions', 'metrics_summary', 'spmd_mesh', 'shard_batch', 'compile_cache_status',
            'check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate', 'xla_model', 'XlaDevice']
 
-# %% ../../nbs/devices/07_xla.ipynb #3ecc584b
+# %% ../../nbs/devices/07_xla.ipynb #c83b69e1
 def _met():
     "The `torch_xla.debug.metrics` module (imports torch_xla safely on first use)"
     import_xla()
     return importlib.import_module('torch_xla.debug.metrics')
 
+# %% ../../nbs/devices/07_xla.ipynb #4697c7d2
 def metric(name):
     "(number of samples, total seconds) of a torch_xla metric; (0, 0.0) when it has none yet"
     d = _met().metric_data(name)
     return (int(d[0]), d[1] / 1e9) if d else (0, 0.0)
 
-def count_compiles()->int: # graphs compiled by this process (since the metrics were last cleared)
+# %% ../../nbs/devices/07_xla.ipynb #05d68fb4
+def _count_compiles()->int: # graphs compiled by this process (since the metrics were last cleared)
     "How many XLA graphs this process has compiled so far"
     return metric('CompileTime')[0]
 
+# %% ../../nbs/devices/07_xla.ipynb #1f655fa3
 def _wait():
     "Wait for graphs still running: `torch_xla.sync()` returns before its graph has run, and so do the metrics"
     tx = import_xla()
     if tx._XLAC._xla_runtime_is_initialized(): importlib.import_module('torch_xla.core.xla_model').wait_device_ops()
 
+# %% ../../nbs/devices/07_xla.ipynb #61e3f01e
 def count_executions()->int: # compiled graphs run by this process (an SPMD run counts once)
     "How many times this process has run a compiled XLA graph (waits for the ones still running)"
     _wait()
     return metric('ExecuteTime')[0] + metric('ExecuteReplicatedTime')[0]
 
-# %% ../../nbs/devices/07_xla.ipynb #7991b726
+# %% ../../nbs/devices/07_xla.ipynb #26d5bc79
 def _advice(what, n, secs, extra):
     "One line of advice for one row of `metrics_summary`"
     if what == 'compiles':
@@ -67,6 +70,7 @@ def _advice(what, n, secs, extra):
         return (f'ops with no XLA lowering ran on the CPU ({extra}): each cuts the graph and copies data both ways; '
                 'replace them with ops XLA lowers')
 
+# %% ../../nbs/devices/07_xla.ipynb #7af92633
 def metrics_summary(
     show:bool=True, # also print the table
 ):                  # a DataFrame with columns what, count, seconds, advice
@@ -87,8 +91,8 @@ def metrics_summary(
             print(f"{w:<25}{n:>7}  " + (' ' * 9 if math.isnan(t) else f'{t:>7.3f} s') + f'  {a}')
     return df
 
-# %% ../../nbs/devices/07_xla.ipynb #e16830a1
-def device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDIA H100 80GB HBM3'
+# %% ../../nbs/devices/07_xla.ipynb #3f6b4f56
+def _device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDIA H100 80GB HBM3'
     "What the XLA device of this process is, for cache keys and reports"
     tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model')
     from tpututor.meter import host_name
@@ -97,7 +101,8 @@ def device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDI
     try: return f'{hw}:{xm.xla_device_kind(dev)}'
     except Exception: return hw   # an older runtime without device kinds
 
-def peak_flops(
+# %% ../../nbs/devices/07_xla.ipynb #09f9f0d3
+def _peak_flops(
     dtype:str='float32',  # 'float32' or 'bfloat16'
     n:int|None=None,      # matmul size (default 1024 on a CPU, 8192 on a TPU or GPU)
     reps:int=8,           # matmuls chained in the timed graph
@@ -108,7 +113,7 @@ def peak_flops(
     from tpututor.meter import cached_peak, best_rate
     tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module('torch_xla.runtime')
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
-    kind = device_kind()
+    kind = _device_kind()
     n = n or (1024 if kind.startswith('CPU') else 8192)
     spmd = xr.is_spmd()
     def measure():
@@ -126,10 +131,13 @@ def peak_flops(
     devices = xr.global_runtime_device_count() if spmd else 1
     return cached_peak(f"xla-matmul|{kind}|{dtype}|{n}|{'spmd' if spmd else 'single'}x{devices}", measure, refresh)
 
-# %% ../../nbs/devices/07_xla.ipynb #38b21cfe
+# %% ../../nbs/devices/07_xla.ipynb #dd6bcce6
 def _xr(): import_xla(); return importlib.import_module('torch_xla.runtime')
+
+# %% ../../nbs/devices/07_xla.ipynb #5965939a
 def _xs(): import_xla(); return importlib.import_module('torch_xla.distributed.spmd')
 
+# %% ../../nbs/devices/07_xla.ipynb #da1fa33b
 def spmd_mesh(
     axis:str='data', # name of the mesh axis the batch is split over
 ):                   # a 1-D `torch_xla.distributed.spmd.Mesh` over every device, also set as the global mesh
@@ -148,6 +156,7 @@ def spmd_mesh(
     xs.set_global_mesh(mesh)
     return mesh
 
+# %% ../../nbs/devices/07_xla.ipynb #391c042b
 def shard_batch(
     batch,                   # a tensor whose first dimension is the batch, or a dict of them (a tokenizer's output)
     mesh=None,               # a mesh from `spmd_mesh` (default: the global mesh, made by `spmd_mesh` if there is none)
@@ -173,32 +182,41 @@ def shard_batch(
     xs.mark_sharding(t, mesh, (axis,) + (None,) * (t.dim() - 1))
     return t
 
-# %% ../../nbs/devices/07_xla.ipynb #a7c1e0d1
+# %% ../../nbs/devices/07_xla.ipynb #10623087
 CACHE_LOADS = ('TPU', 'NEURON')   # runtimes that load a stored program back: the ones torch_xla 2.8 and 2.9 test the cache on
+
+# %% ../../nbs/devices/07_xla.ipynb #c211ead5
 _CANNOT_LOAD = {   # why not elsewhere, in words
     'CPU': ("the CPU runtime stores compiled programs but cannot load them back ('Deserializing serialized executable not "
             "supported'), so a cache there costs a write per compile and saves nothing"),
     'CUDA': ("torch_xla stopped testing its cache on CUDA when stored programs no longer loaded there "
              "(pytorch/xla#8908, torch_xla 2.8)"),
 }
+
+# %% ../../nbs/devices/07_xla.ipynb #ffc393e8
 _CACHE = {'path': None, 'why': 'use_compile_cache has not been called in this process'}
+
+# %% ../../nbs/devices/07_xla.ipynb #841cfd32
 _SAID = set()
 
-def count_cache_hits()->int: # graphs this process loaded from the persistent compile cache
+def _count_cache_hits()->int: # graphs this process loaded from the persistent compile cache
     "How many graphs this process loaded from the persistent compile cache instead of compiling them"
     return int(_met().counter_value('PersistentCacheHit') or 0)
 
+# %% ../../nbs/devices/07_xla.ipynb #9a8c0c88
 def compile_cache_status()->dict: # {'path': the folder in use or None, 'why': why there is none (None when on)}
     "Whether this process keeps its compiled programs on disk, and if not, why"
     return dict(_CACHE)
 
+# %% ../../nbs/devices/07_xla.ipynb #81ea430c
 def _cache_off(why:str, say:bool=False):
     "Record (and, with `say`, warn once per process) why the compile cache is not used"
     _CACHE.update(path=None, why=why)
     if say and why not in _SAID:
         _SAID.add(why); warnings.warn(f'compile cache not used: {why}', stacklevel=3)
 
-def use_compile_cache(
+# %% ../../nbs/devices/07_xla.ipynb #a9ed3e2b
+def _use_compile_cache(
     path=None,           # folder for compiled programs (default: `tpututor.devices.ops.compile_cache_dir('torch_xla')`); 'off': none
     force:bool=False,    # turn it on also where programs do not load back (CPU; CUDA since torch_xla 2.8), e.g. to test the writing
     readonly:bool=False, # look programs up but store none (a folder attached read-only, or shared by several processes)
@@ -228,7 +246,7 @@ def use_compile_cache(
     _CACHE.update(path=path, why=None)
     return path
 
-# %% ../../nbs/devices/07_xla.ipynb #96dfd0bc
+# %% ../../nbs/devices/07_xla.ipynb #86f15248
 def check_precision(cfg): # `cfg` (anything with `.precision`), when the XLA backend trains with its precision
     "Refuse precisions the XLA backend does not train with"
     if cfg.precision == 'fp16':
@@ -236,27 +254,31 @@ def check_precision(cfg): # `cfg` (anything with `.precision`), when the XLA bac
                          "'bf16' (autocast to bfloat16 with float32 master weights, the TPU way). Use precision='bf16'.")
     return cfg
 
+# %% ../../nbs/devices/07_xla.ipynb #d25b0419
 def autocast_for(cfg): # a context manager
     "bf16 autocast on the XLA device when `cfg.precision == 'bf16'`, else nothing"
     return torch.autocast('xla', dtype=torch.bfloat16) if cfg.precision == 'bf16' else nullcontext()
 
-# %% ../../nbs/devices/07_xla.ipynb #a3eb12cc
+# %% ../../nbs/devices/07_xla.ipynb #f07f6f6b
 def to_device(batch:dict, mesh=None)->dict:
     "A batch on the XLA device; with a `mesh`, split along its first dimension over the mesh's devices (SPMD)"
     if mesh is not None: return shard_batch(batch, mesh)
     d = import_xla().device()
     return {k: v.to(d) for k, v in batch.items()}
 
+# %% ../../nbs/devices/07_xla.ipynb #83fc64a7
 def n_devices(mesh=None)->int: # devices a batch is split over
     "1 without a mesh, else the mesh's size"
     return 1 if mesh is None else int(np.prod(list(dict(mesh.shape()).values())))
 
+# %% ../../nbs/devices/07_xla.ipynb #11120553
 def replicate(tensors, mesh):
     "Mark `tensors` as replicated on every device of `mesh` (without it, SPMD compiles step 2 again)"
     import torch_xla.distributed.spmd as xs
     for t in tensors:
         if t.device.type == 'xla': xs.mark_sharding(t, mesh, (None,) * t.dim())
 
+# %% ../../nbs/devices/07_xla.ipynb #e1dd11ed
 def _restore(model, state:dict, mesh=None):
     "Put a snapshot of the weights back as plain transfers, replicated again on `mesh`, so that prediction runs the graph it compiled before"
     live = model.state_dict(keep_vars=True)
@@ -265,11 +287,12 @@ def _restore(model, state:dict, mesh=None):
         for k, t in live.items(): t.data = state[k].to(t.device)
     if mesh is not None: replicate([*model.parameters(), *model.buffers()], mesh)
 
-# %% ../../nbs/devices/07_xla.ipynb #3b8ae437
+# %% ../../nbs/devices/07_xla.ipynb #d8c71aaf
 def xla_model(): # `torch_xla.core.xla_model`, imported safely
     "The `xm` module of torch_xla, after `import_xla`"
     import_xla(); return importlib.import_module('torch_xla.core.xla_model')
 
+# %% ../../nbs/devices/07_xla.ipynb #e45d3808
 class XlaDevice(TorchDevice):
     "The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD over a mesh, or one process per core"
     name, framework = 'xla', 'torch_xla'
@@ -287,7 +310,7 @@ class XlaDevice(TorchDevice):
     def split(self)->int: return 1   # SPMD splits a global batch itself; per core, the sampler picks each core's rows
     @property
     def rank(self)->int: return importlib.import_module('torch_xla.runtime').global_ordinal() if self.per_core else 0
-    def kind(self)->str: return device_kind()
+    def kind(self)->str: return _device_kind()
     def describe(self)->str: return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
     def prepare(self): import_xla()   # before transformers: keeps TensorFlow out of this process
     def seed(self, seed:int): torch.manual_seed(seed); xla_model().set_rng_state(seed)
@@ -304,11 +327,14 @@ class XlaDevice(TorchDevice):
     def step_end(self): self.tx.sync()   # cut the step's graph: compiled the first time, run every time
     def flush(self): self.tx.sync()
     def wait(self): xla_model().wait_device_ops()
-    def count_compiles(self)->int: return count_compiles() + count_cache_hits()   # a new graph costs a compile or a cache load
-    def cache_hits(self)->int: return count_cache_hits()
+    def count_compiles(self)->int: return _count_compiles() + _count_cache_hits()   # a new graph costs a compile or a cache load
+    def cache_hits(self)->int: return _count_cache_hits()
     def compile_seconds(self)->float: return metric('CompileTime')[1]
-    def use_compile_cache(self, path=None): return use_compile_cache(path)
-    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float: return peak_flops(dtype, n, refresh=refresh)
+    def use_compile_cache(self, path=None, force:bool=False, readonly:bool=False): return _use_compile_cache(path, force, readonly)
+    def compile_stats(self)->dict: # compiles (and cache loads), cache loads, seconds compiling, so far in this process
+        n, secs = metric('CompileTime'); h = _count_cache_hits()
+        return dict(compiles=n + h, cache_hits=h, seconds=secs)
+    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float: return _peak_flops(dtype, n, refresh=refresh)
     def peak_memory(self): return None
     def restore(self, model:nn.Module, state:dict): _restore(model, state, self.mesh)
     def free(self, model:nn.Module|None=None):

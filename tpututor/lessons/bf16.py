@@ -15,7 +15,7 @@ __all__ = ['LAYOUTS', 'DTYPES', 'COLOURS', 'EXAMPLES', 'Layout', 'format_name', 
            'decode', 'Bits', 'bits', 'to_bf16', 'neighbours', 'relative_error', 'update_lost', 'encodings_table',
            'encodings_html', 'explorer']
 
-# %% ../../nbs/lessons/01_bf16.ipynb #94db2215
+# %% ../../nbs/lessons/01_bf16.ipynb #226d7313
 class Layout(NamedTuple):
     "How a binary float format splits its bits: 1 sign bit, `ebits` exponent bits, `mbits` mantissa bits"
     ebits:int # exponent bits
@@ -26,10 +26,14 @@ class Layout(NamedTuple):
     def nbits(self)->int: return 1 + self.ebits + self.mbits
 
 LAYOUTS = {'float32': Layout(8, 23), 'bfloat16': Layout(8, 7), 'float16': Layout(5, 10)}
+
+# %% ../../nbs/lessons/01_bf16.ipynb #93dae331
 DTYPES = {'float32': np.dtype(np.float32), 'bfloat16': np.dtype(ml_dtypes.bfloat16), 'float16': np.dtype(np.float16)}
+
+# %% ../../nbs/lessons/01_bf16.ipynb #e061bc47
 _ALIASES = {'fp32': 'float32', 'f32': 'float32', 'bf16': 'bfloat16', 'fp16': 'float16', 'f16': 'float16', 'half': 'float16'}
 
-# %% ../../nbs/lessons/01_bf16.ipynb #9fd5509e
+# %% ../../nbs/lessons/01_bf16.ipynb #eeb930db
 def format_name(
     dtype, # 'bfloat16', 'bf16', 'float16', 'fp16', 'float32', 'fp32', a numpy/ml_dtypes dtype, or a torch dtype
 )->str:    # 'float32', 'bfloat16' or 'float16'
@@ -45,15 +49,17 @@ def format_name(
                          f"(or the short names {list(_ALIASES)})")
     return name
 
+# %% ../../nbs/lessons/01_bf16.ipynb #0a595e0f
 def layout(dtype)->Layout:
     "The `Layout` (exponent and mantissa bits) of the float format `dtype`"
     return LAYOUTS[format_name(dtype)]
 
+# %% ../../nbs/lessons/01_bf16.ipynb #b7a9979d
 def dtype_of(dtype)->np.dtype:
     "The numpy dtype (bfloat16 comes from `ml_dtypes`) of the float format `dtype`"
     return DTYPES[format_name(dtype)]
 
-# %% ../../nbs/lessons/01_bf16.ipynb #1cd4b7a6
+# %% ../../nbs/lessons/01_bf16.ipynb #2c54fbc4
 def round_to(
     x,     # a number or array-like
     dtype, # the float format to store `x` in (see `format_name`)
@@ -62,6 +68,7 @@ def round_to(
     with np.errstate(over='ignore', under='ignore', invalid='ignore'):  # inf and 0 are the lesson, not an accident
         return np.asarray(x).astype(dtype_of(dtype))
 
+# %% ../../nbs/lessons/01_bf16.ipynb #714113fd
 def fields(
     x,                # a number or array-like
     dtype='bfloat16', # the float format to store `x` in
@@ -72,6 +79,7 @@ def fields(
     s, e, m = u >> (L.ebits + L.mbits), (u >> L.mbits) & (2**L.ebits - 1), u & (2**L.mbits - 1)
     return (int(s), int(e), int(m)) if u.ndim == 0 else (s, e, m)
 
+# %% ../../nbs/lessons/01_bf16.ipynb #db24f834
 def decode(
     sign:int,         # 0 or 1
     exponent:int,     # the biased exponent field
@@ -88,7 +96,7 @@ def decode(
     else:               v = math.ldexp(2**L.mbits + mantissa, exponent - L.bias - L.mbits) # normal:    1.m x 2^(e-bias)
     return -v if sign else v
 
-# %% ../../nbs/lessons/01_bf16.ipynb #df0f2b1c
+# %% ../../nbs/lessons/01_bf16.ipynb #a109042d
 class Bits(NamedTuple):
     "The fields of a stored float as bit strings, and the number they decode to"
     sign:str
@@ -97,6 +105,7 @@ class Bits(NamedTuple):
     value:float
     def __str__(self): return f'{self.sign} {self.exponent} {self.mantissa} = {self.value!r}'
 
+# %% ../../nbs/lessons/01_bf16.ipynb #611465c3
 def bits(
     x:float,          # one number
     dtype='bfloat16', # the float format to store it in
@@ -164,7 +173,7 @@ def update_lost(
     with np.errstate(over='ignore', invalid='ignore'): new = (w_ + d_).astype(dt)
     return (new == w_) & (np.asarray(delta) != 0)
 
-# %% ../../nbs/lessons/01_bf16.ipynb #d0fbbe3f
+# %% ../../nbs/lessons/01_bf16.ipynb #9143dba0
 COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}
 
 def encodings_table(
@@ -183,10 +192,12 @@ def encodings_table(
                    'error': err, 'relative error': rel, 'next down': float(down), 'next up': float(up)}
     return pd.DataFrame.from_dict(rows, orient='index')
 
+# %% ../../nbs/lessons/01_bf16.ipynb #30ed7513
 def _coloured(b:Bits)->str:
     return ''.join(f'<span style="color:{COLOURS[k]}">{getattr(b, k)}</span>' + ('&nbsp;' if k != 'mantissa' else '')
                    for k in COLOURS)
 
+# %% ../../nbs/lessons/01_bf16.ipynb #290461a5
 def encodings_html(
     x:float, # the number to look at
 )->str:      # an HTML table

@@ -13,12 +13,13 @@ from ..specs import TPU_SPECS, tpu_spec, tpu_table, mxu_size
 # %% auto #0
 __all__ = ['pad_to_multiple', 'systolic_matmul', 'layer_flops', 'chip_picture', 'mxu_utilisation']
 
-# %% ../../nbs/lessons/00_tpu.ipynb #762f2ffe
+# %% ../../nbs/lessons/00_tpu.ipynb #22c2ddc1
 def _check_int(name, v, least):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
         raise ValueError(f"`{name}` must be an int >= {least}, got {v!r}")
     return int(v)
 
+# %% ../../nbs/lessons/00_tpu.ipynb #58dc7774
 def pad_to_multiple(
     n:int,     # a dimension size
     m:int=128, # the multiple: 128 for the MXU and the lane dimension, 8 for sublanes
@@ -95,14 +96,16 @@ def layer_flops(
            ('residual additions', 'VPU', 2 * T*H), ('LayerNorm x 2', 'VPU', 2 * 7 * T*H)]
     return [dict(op=o, unit=u, flops=f) for o, u, f in ops]
 
-# %% ../../nbs/lessons/00_tpu.ipynb #34686bef
+# %% ../../nbs/lessons/00_tpu.ipynb #0e5af1c4
 def _grid(chips:int)->tuple: return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
 
+# %% ../../nbs/lessons/00_tpu.ipynb #aa64abd8
 def _box(ax, x, y, w, h, text, color, fs=8):
     from matplotlib.patches import FancyBboxPatch
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle='round,pad=0.02,rounding_size=0.15', fc=color, ec='0.3', lw=0.8))
     if text: ax.text(x + w / 2, y + h / 2, text, ha='center', va='center', fontsize=fs)
 
+# %% ../../nbs/lessons/00_tpu.ipynb #b2d0cfd3
 def _link(ax, a, b, text='', color='0.2', fs=7):
     ax.annotate('', b, a, arrowprops=dict(arrowstyle='<->', color=color, lw=1.2, shrinkA=0, shrinkB=0))
     if text: ax.text((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, text, fontsize=fs, color=color, ha='center', va='center',

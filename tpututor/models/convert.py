@@ -14,13 +14,14 @@ from ..devices.jax import import_keras, keep_tf_out
 __all__ = ['deberta_v3', 'electra', 'Converter', 'is_deberta_v3', 'deberta_v3_config', 'deberta_v3_weights',
            'deberta_v3_tokenizer', 'electra_config', 'electra_weights', 'electra_tokenizer', 'converter_for']
 
-# %% ../../nbs/models/03_convert.ipynb #ec580a3e
+# %% ../../nbs/models/03_convert.ipynb #e430da15
 def _keras_hub():
     "KerasHub, imported on first use: Keras on its backend (JAX unless set), TensorFlow kept out"
     import_keras()
     with keep_tf_out(): import keras_hub
     return keras_hub
 
+# %% ../../nbs/models/03_convert.ipynb #f34b101a
 class Converter:
     "What a KerasHub `convert_<family>.py` module provides, with the backbone class imported on first use"
     def __init__(self,
@@ -35,16 +36,21 @@ class Converter:
     def backbone_cls(self): return getattr(_keras_hub().models, self.backbone)   # the class, as in a converter module
     def __repr__(self): return f'Converter({self.backbone})'
 
-# %% ../../nbs/models/03_convert.ipynb #4eb0f3ab
+# %% ../../nbs/models/03_convert.ipynb #988b36f1
 def _cannot(backbone, field, got, need):
     raise ValueError(f"KerasHub's {backbone} cannot represent {field}={got!r}: it has {need} built in. "
                      "Load this checkpoint with transformers instead.")
 
+# %% ../../nbs/models/03_convert.ipynb #899c7d94
 def _heads_kernel(x, shape): return np.reshape(np.transpose(x), shape)   # torch (out, in) -> Keras (in, heads, head_dim) or (heads, head_dim, out)
+
+# %% ../../nbs/models/03_convert.ipynb #dc8589c9
 def _reshape(x, shape): return np.reshape(x, shape)                      # a bias (heads * head_dim) -> (heads, head_dim)
+
+# %% ../../nbs/models/03_convert.ipynb #abac268b
 def _transpose(x, shape): return np.transpose(x)                         # torch Linear (out, in) -> Keras Dense (in, out)
 
-# %% ../../nbs/models/03_convert.ipynb #7eff4085
+# %% ../../nbs/models/03_convert.ipynb #71e8a7ea
 def _pos_att_type(c): # transformers accepts a list or 'p2c|c2p'
     p = c.get('pos_att_type') or []
     return [x.strip() for x in p.lower().split('|')] if isinstance(p, str) else list(p)
@@ -59,6 +65,7 @@ _V3 = {  # field: (what DebertaV3Backbone has, does the config have it); absent 
     'conv_kernel_size':      ('0 (no convolution layer)', lambda c: c.get('conv_kernel_size', 0) == 0),
 }
 
+# %% ../../nbs/models/03_convert.ipynb #78c62398
 def is_deberta_v3(
     config:dict, # a transformers config.json as a dict
 )->bool:
@@ -196,7 +203,7 @@ def electra_tokenizer(
 
 electra = Converter('ElectraBackbone', electra_config, electra_weights, electra_tokenizer)
 
-# %% ../../nbs/models/03_convert.ipynb #759cd6e7
+# %% ../../nbs/models/03_convert.ipynb #7e712f16
 def _fold_token_types(conv):
     "KerasHub's RoBERTa converter plus what its XLM-RoBERTa converter does: the token-type row 0 added to every position row"
     from types import SimpleNamespace
@@ -208,6 +215,7 @@ def _fold_token_types(conv):
     return SimpleNamespace(backbone_cls=conv.backbone_cls, convert_backbone_config=conv.convert_backbone_config,
                            convert_weights=convert_weights, convert_tokenizer=conv.convert_tokenizer)
 
+# %% ../../nbs/models/03_convert.ipynb #f96f3011
 def converter_for(
     config:dict, # a transformers config.json as a dict
 ):               # KerasHub's converter module or ours (`backbone_cls`, `convert_backbone_config`, `convert_weights`, `convert_tokenizer`), or None

@@ -11,9 +11,9 @@ from pathlib import Path
 from .hub import resolve_model
 
 # %% auto #0
-__all__ = ['FAMILIES', 'DECODERS', 'family_of', 'backends_for', 'keras_preset_name', 'model_config', 'check_family']
+__all__ = ['FAMILIES', 'DECODERS', 'family_of', 'backends_for', 'refusal']
 
-# %% ../../nbs/models/01_families.ipynb #70341bac
+# %% ../../nbs/models/01_families.ipynb #cabeaa09
 FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind, backends that run it
     'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',       tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
     'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',    tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
@@ -25,6 +25,7 @@ FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, 
     'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'torch', 'bow')),
 }
 
+# %% ../../nbs/models/01_families.ipynb #3deaf0f3
 DECODERS = {  # decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer, backends that run it
     'gemma':   dict(model_types=('gemma', 'gemma2', 'gemma3_text'), hub_class='GemmaForCausalLM',   bos=True,  backends=('keras',)),
     'qwen':    dict(model_types=('qwen2', 'qwen3'),                 hub_class='Qwen2ForCausalLM',   bos=False, backends=('keras',)),
@@ -35,6 +36,7 @@ DECODERS = {  # decoder LLM family -> its model_types, the class hub checkpoints
 def _get(config, key, default=None):
     return config.get(key, default) if isinstance(config, dict) else getattr(config, key, default)
 
+# %% ../../nbs/models/01_families.ipynb #37579927
 def family_of(
     config, # a transformers config, or its dict (config.json)
 )->str|None: # a key of `FAMILIES` or `DECODERS`, 'deberta-v2' for DeBERTa configs without v3's settings, or None for another architecture
@@ -46,6 +48,7 @@ def family_of(
         return 'deberta-v3' if v3 else 'deberta-v2'
     return next((f for f, d in FAMILIES.items() if d['model_type'] == mt), None) or next((f for f, d in DECODERS.items() if mt in d['model_types']), None)
 
+# %% ../../nbs/models/01_families.ipynb #b12ea7ed
 def backends_for(family:str|None)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
     "The backends that train and predict with a family, as the family matrix shows"
     known = FAMILIES | DECODERS
@@ -54,32 +57,17 @@ def backends_for(family:str|None)->tuple: # names of the backends that run `fami
 # %% ../../nbs/models/01_families.ipynb #12171513
 _SHIPPED = {b for d in (FAMILIES | DECODERS).values() for b in d['backends']} | {'xla', 'torch', 'bow'}   # every backend a family names
 
-def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
-    "Is `name` a KerasHub preset name rather than a Hugging Face hub id?"
-    return '_' in name and '/' not in name and '-' not in name and not Path(name).exists()
-
-def model_config(
-    model:str, # 'minilm', a local folder, or a Hugging Face hub id
-)->dict|None:  # the checkpoint's config.json; None for a name that is neither (a KerasHub preset such as 'roberta_base_en')
-    "The `config.json` of a model, read before any work; a hub id is checked with `hub_file` (cache, then the hub)"
-    from tpututor.models.hub import hub_file
-    path = Path(resolve_model(model))
-    if path.is_dir(): return json.loads((path/'config.json').read_text())
-    if keras_preset_name(str(model)): return None
-    return json.loads(Path(hub_file(str(model), 'config.json')).read_text())
-
-def check_family(
-    model:str,     # what `TrainConfig.model` holds
-    backend:str,   # a backend's `name`: 'keras', 'xla', 'tf', 'torch', 'bow'
-)->str|None:       # the family, when known
-    "Refuse a model whose family `backend` cannot run, naming the backends that run it"
-    config = model_config(model)
-    if config is None: return None
-    fam = family_of(config)
-    if backend not in _SHIPPED or backend in backends_for(fam) or (fam not in FAMILIES | DECODERS and backend != 'keras'): return fam
-    runs = [b for b in backends_for(fam) if b != 'bow']
-    what = f"{fam} ({model})" if fam else f"model type {config.get('model_type')!r} ({model})"
+def refusal(
+    family:str|None,    # the checkpoint's family (`family_of`), None for an architecture not in the tables
+    backend:str,        # a backend's `name`: 'keras', 'xla', 'tf', 'torch', 'bow'
+    model:str='',       # the model's name, for the message
+    model_type:str|None=None, # its config's `model_type`, for the message when the family is unknown
+)->str|None:            # why `backend` cannot run it and which backends do; None when it can
+    "The message that refuses a family a backend cannot run, naming the backends that run it"
+    if backend not in _SHIPPED or backend in backends_for(family) or (family not in FAMILIES | DECODERS and backend != 'keras'): return None
+    runs = [b for b in backends_for(family) if b != 'bow']
+    what = f"{family} ({model})" if family else f"model type {model_type!r} ({model})"
     why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints", 'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
-    if fam in DECODERS: why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
-    raise ValueError(f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
-                     f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")
+    if family in DECODERS: why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
+    return (f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
+            f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")

