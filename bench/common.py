@@ -15,41 +15,7 @@ def machine()->str:
     from tpututor.meter import host_name
     return f'{host_name()}, Python {platform.python_version()}'
 
-def _code(path)->str:
-    "The code of a Python file without its docstrings and comments (what runs, not what it says)"
-    import ast
-    tree = ast.parse(Path(path).read_text())
-    for node in ast.walk(tree):
-        body = getattr(node, 'body', None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
-           and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-def code_hash(modules, *files)->str:
-    "A hash of the code of tpututor `modules` (names like 'tpututor.kfold') and of `files`: it changes when what runs changes"
-    import hashlib
-    root = Path(__file__).resolve().parents[1]
-    paths = [root / (m.replace('.', '/') + '.py') for m in sorted(modules)] + [Path(f) for f in files]
-    h = hashlib.sha256()
-    for p in paths: h.update(p.name.encode() + b'\0' + _code(p).encode())
-    return h.hexdigest()[:16]
-
-def notebook_hash(path)->str:
-    "A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it says or runs changes"
-    import hashlib
-    h = hashlib.sha256()
-    for c in json.loads(Path(path).read_text())['cells']: h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
-    return h.hexdigest()[:16]
-
-FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras', 'keras-hub', 'transformers', 'tokenizers')
-
-def versions()->dict:
-    "Versions of the frameworks installed here (None for one that is not)"
-    import importlib.metadata as md
-    def v(d):
-        try: return md.version(d)
-        except md.PackageNotFoundError: return None
-    return {d: v(d) for d in FRAMEWORKS}
+from tpututor.testing import code_hash, notebook_hash, versions, FRAMEWORKS   # the hashes and versions a record carries
 
 def table(rows, cols)->str:
     "A markdown table of dict `rows` with columns `cols`"

@@ -29,17 +29,18 @@ def test_readme_is_built_from_index():
     assert (ROOT/'README.md').read_text() == readme(NBS/'index.ipynb'), 'README.md is stale: run python tools/make_readme.py'
 
 # Modules that exist to drive a framework may import it at the top; every other module must not.
-FRAMEWORK_MODULES = {'keras', 'tfkeras', 'strategy', 'torchxla', 'torchcore', 'jaxdev'}
+FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'torchcore', 'devices.jax', 'devices.tf',
+                     'devices.torch', 'devices.xla'}
 
 def test_import_loads_no_framework():
     "`import tpututor` and every framework-free module must not load TensorFlow, torch or transformers"
-    mods = ['tpututor'] + [f'tpututor.{p.stem}' for p in sorted((ROOT/'tpututor').glob('*.py'))
-                           if not p.stem.startswith('_') and p.stem not in FRAMEWORK_MODULES]
+    names = ['.'.join(p.relative_to(ROOT/'tpututor').with_suffix('').parts) for p in sorted((ROOT/'tpututor').rglob('*.py'))]
+    mods = ['tpututor'] + [f'tpututor.{n}' for n in names if not n.split('.')[-1].startswith('_') and n not in FRAMEWORK_MODULES]
     code = f"import sys; import {', '.join(mods)}; print(sorted({{'tensorflow','torch','torch_xla','transformers'}} & set(sys.modules)))"
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[]', f'importing {mods} loaded {r.stdout.strip()}'
-    assert {'tpututor.encoding', 'tpututor.data', 'tpututor.config'} <= set(mods)
+    assert {'tpututor.encoding', 'tpututor.data', 'tpututor.config', 'tpututor.models.checkpoint', 'tpututor.devices.ops', 'tpututor.backends.base'} <= set(mods)
 
 def test_compat_results_are_current():
     "The recorded `./run.sh compat` run used today's pin file (Kaggle's TPU image versions) and every row passed"
@@ -54,8 +55,8 @@ def test_compat_results_are_current():
     failed = [r['what'] for r in res['rows'] if not r['ok']]
     assert not failed and {'09_keras', '10_torchxla', 'default job'} <= {r['what'] for r in res['rows']}, failed
 
-# The lessons (nbs/00..03, 03a): what a learner reads must hold exercises, further reading and no stale figure.
-LESSONS = sorted(p for p in NBS.glob('0[0-3]*.ipynb'))
+# The lessons (nbs/lessons/): what a learner reads must hold exercises, further reading and no stale figure.
+LESSONS = sorted((NBS / 'lessons').glob('*.ipynb'))
 
 def _cells(nb):
     import json
@@ -109,7 +110,7 @@ def test_no_stored_output_shows_an_impossible_mfu():
 
 def test_migration_table():
     "One table in the XLA lesson maps the classic notebooks' torch_xla, TF and tokenizer calls to today's"
-    rows = [l for c in _cells(NBS / '02_xla.ipynb') if c['cell_type'] == 'markdown' for l in _text(c).splitlines() if l.startswith('|')]
+    rows = [l for c in _cells(NBS / 'lessons' / '02_xla.ipynb') if c['cell_type'] == 'markdown' for l in _text(c).splitlines() if l.startswith('|')]
     def row(old): return next((r for r in rows if old in r.split('|')[1]), '')
     for old, new in [('xla_device', 'torch_xla.device'), ('mark_step', 'torch_xla.sync'), ('xrt_world_size', 'world_size'),
                      ('xmp.spawn', 'torch_xla.launch'), ('experimental_run_v2', 'strategy.run'), ('XLA_USE_BF16', 'autocast'),
@@ -125,14 +126,13 @@ RECORDED = ('realruns', 'memory', 'tutorials')
 def test_recorded_results_are_current():
     "The recorded real-model runs that notebooks show were measured with today's code and today's framework versions"
     import json
-    sys.path.insert(0, str(ROOT / 'bench'))
-    from common import code_hash, notebook_hash, versions
+    from tpututor.testing import code_hash, notebook_hash, versions, module_file
     now, stale = versions(), []
     for name in RECORDED:
         rows = json.loads((ROOT / 'bench' / 'results' / f'{name}.json').read_text())
         assert rows and all('code' in r for r in rows), f'bench/results/{name}.json records no code hash: run ./run.sh bench {name}'
         for r in rows:
-            missing = [m for m in r['modules'] if not (ROOT / (m.replace('.', '/') + '.py')).exists()]
+            missing = [m for m in r['modules'] if not module_file(m).exists()]
             code = None if missing else code_hash(r['modules'], ROOT / 'bench' / f'bench_{name}.py')
             if code != r['code']: stale.append(f"{name}/{r['run']}: the code changed since {r['date']}")
             elif 'source' in r and notebook_hash(NBS / r['notebook']) != r['source']:
@@ -153,16 +153,19 @@ def test_every_tutorial_runs_somewhere():
     assert {t for t in tutorials if t not in in_suite} == recorded, 'run ./run.sh bench tutorials'
 
 def test_changed_maps_files_to_tests():
-    "`./run.sh test --changed`: a notebook runs its own test, a module the notebook that exports it and the tests naming it"
+    "`./run.sh test --changed`: a notebook runs its own test; a module, every notebook and test that imports it, directly or not"
     sys.path.insert(0, str(ROOT / 'tools'))
-    from changed import targets
+    from changed import targets, importers
     nb = lambda p: f'tests/test_notebooks.py::test_notebook[{p}]'
     assert targets(['nbs/tutorials/01_keras_kfold.ipynb']) == ['tests/test_notebooks.py::test_tpu_setting[tutorials/01_keras_kfold.ipynb]', 'tests/test_project.py']
-    assert targets(['nbs/02_xla.ipynb']) == [nb('02_xla.ipynb')]
-    assert targets(['tpututor/tfkeras.py']) == [nb('08a_tf.ipynb')]
+    assert targets(['nbs/lessons/02_xla.ipynb']) == [nb('lessons/02_xla.ipynb')]
+    tf = targets(['tpututor/backends/tf.py'])
+    assert nb('backends/05_tf.ipynb') in tf and 'tests/test_backends.py' in tf and nb('backends/02_keras.ipynb') not in tf   # no backend imports another
+    config = targets(['tpututor/config.py'])   # every backend imports it: the contract, each backend's notebook, the CLI's tests
+    assert {nb('04_config.ipynb'), nb('backends/02_keras.ipynb'), nb('09_torchcore.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
+    assert {'tpututor.backends.keras', 'tpututor.cli', 'tpututor.kfold'} <= importers('tpututor.config')
     got = targets(['tpututor/data.py', 'tests/test_cli.py', 'tests/contract_probe.py', 'bench/bench_memory.py', 'tools/docs/build.py'])
-    assert {nb('04_data.ipynb'), 'tests/test_cli.py', 'tests/test_wheel.py', 'tests/test_backends.py',
-                                              'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got
+    assert {nb('01_data.ipynb'), 'tests/test_cli.py', 'tests/test_backends.py', 'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got
     assert len(got) == len(set(got)) and targets(['tests/conftest.py']) == ['tests'] and targets([]) == []
 
 def _warning_gist(line:str)->str|None:
