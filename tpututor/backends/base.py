@@ -133,43 +133,47 @@ class EpochLoop:
 
     def bar(self, total:int, epoch:int): return progress(total, f'epoch {epoch}/{self.epochs}', self.verbose)
 
-    def end_epoch(self,
-        loss:float,              # mean training loss of the epoch
-        seconds:float,           # its training time (validation not included)
-        rows:int,                # examples it trained on
-        mfu:float|None=None,     # model FLOPs utilisation against the measured peak (None: not measured)
-        compiles:int=0,          # graphs compiled (or traced) while training this epoch
-        val_loss:float|None=None,# validation loss (None: no validation)
-        eval_compiles:int=0,     # graphs compiled while validating
-        mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
-        cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.devices.ops.compile_cache_dir`)
-    )->bool:                     # True when training should stop
-        "Record the epoch, print its line, keep the best weights, decide on early stopping"
-        h = self.history
-        rec = dict(epoch=len(h.records) + 1, loss=float(loss), val_loss=None if val_loss is None else float(val_loss),
-                   seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9), mfu=None if mfu is None else float(mfu),
-                   mfu_datasheet=None if mfu_datasheet is None else float(mfu_datasheet),
-                   compiles=int(compiles), cache_hits=int(cache_hits), eval_compiles=int(eval_compiles))
-        h.records.append(rec)
-        if rec['val_loss'] is not None:
-            if rec['val_loss'] < self.best:
-                self.best, self._waited, h.best_epoch = rec['val_loss'], 0, rec['epoch']
-                self._best_state = self.snapshot() if self.snapshot and rec['epoch'] < self.epochs else None
-            else: self._waited += 1
-        if self.verbose: print(epoch_line(rec, self.epochs), flush=True)
-        if self.cfg.patience and self._waited >= self.cfg.patience and rec['epoch'] < self.epochs:
-            h.stopped_early = True
-            if self.verbose: print(f"no improvement of val_loss for {self._waited} epochs: stopping early", flush=True)
-        return h.stopped_early
+# %% ../../nbs/backends/00_base.ipynb #f0dd6f3b
+@patch
+def end_epoch(self:EpochLoop,
+    loss:float,              # mean training loss of the epoch
+    seconds:float,           # its training time (validation not included)
+    rows:int,                # examples it trained on
+    mfu:float|None=None,     # model FLOPs utilisation against the measured peak (None: not measured)
+    compiles:int=0,          # graphs compiled (or traced) while training this epoch
+    val_loss:float|None=None,# validation loss (None: no validation)
+    eval_compiles:int=0,     # graphs compiled while validating
+    mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
+    cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.devices.ops.compile_cache_dir`)
+)->bool:                     # True when training should stop
+    "Record the epoch, print its line, keep the best weights, decide on early stopping"
+    h = self.history
+    rec = dict(epoch=len(h.records) + 1, loss=float(loss), val_loss=None if val_loss is None else float(val_loss),
+               seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9), mfu=None if mfu is None else float(mfu),
+               mfu_datasheet=None if mfu_datasheet is None else float(mfu_datasheet),
+               compiles=int(compiles), cache_hits=int(cache_hits), eval_compiles=int(eval_compiles))
+    h.records.append(rec)
+    if rec['val_loss'] is not None:
+        if rec['val_loss'] < self.best:
+            self.best, self._waited, h.best_epoch = rec['val_loss'], 0, rec['epoch']
+            self._best_state = self.snapshot() if self.snapshot and rec['epoch'] < self.epochs else None
+        else: self._waited += 1
+    if self.verbose: print(epoch_line(rec, self.epochs), flush=True)
+    if self.cfg.patience and self._waited >= self.cfg.patience and rec['epoch'] < self.epochs:
+        h.stopped_early = True
+        if self.verbose: print(f"no improvement of val_loss for {self._waited} epochs: stopping early", flush=True)
+    return h.stopped_early
 
-    def finish(self)->History:
-        "Put the best epoch's weights back (when a later epoch was worse) and return the history"
-        h = self.history
-        if h.best_epoch is not None and h.best_epoch != len(h.records) and self._best_state is not None:
-            self.restore(self._best_state)
-            if self.verbose: print(f"restored the weights of epoch {h.best_epoch} (val_loss {self.best:.4f})", flush=True)
-        self._best_state = None
-        return h
+# %% ../../nbs/backends/00_base.ipynb #ab0955be
+@patch
+def finish(self:EpochLoop)->History:
+    "Put the best epoch's weights back (when a later epoch was worse) and return the history"
+    h = self.history
+    if h.best_epoch is not None and h.best_epoch != len(h.records) and self._best_state is not None:
+        self.restore(self._best_state)
+        if self.verbose: print(f"restored the weights of epoch {h.best_epoch} (val_loss {self.best:.4f})", flush=True)
+    self._best_state = None
+    return h
 
 # %% ../../nbs/backends/00_base.ipynb #d598639c
 @dataclass

@@ -10,7 +10,7 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from ..devices.jax import import_keras, keep_tf_out, describe_jax, local_rows, main_process, agree, JaxDevice
-from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
+from ..config import check_run, row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
@@ -19,6 +19,7 @@ from ..models.convert import converter_for
 from ..meter import Throughput, model_dims, train_flops
 from .base import EpochLoop, prepare_fit
 from ..rundir import atomic_write, assign_weights
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'sequence_output',
@@ -645,7 +646,10 @@ class KerasBackend:
         if cfg is None or cfg.model_parallel == 1: return dist
         if not on_jax(): raise ValueError(f"model_parallel={cfg.model_parallel} needs Keras on JAX (KERAS_BACKEND=jax), not {import_keras().backend.backend()}")
         key = (cfg.model_parallel, cfg.model)
-        if key not in self._mesh: self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, backbone_class(cfg))}
+        if key not in self._mesh:
+            import jax
+            check_run(cfg, 'keras', devices=len(self.devices or jax.devices()), processes=jax.process_count())   # no model axis across hosts
+            self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, backbone_class(cfg))}
         return self._mesh[key]
     def replicas(self)->int:
         with distributed(self.distribution): return n_devices()
@@ -664,17 +668,26 @@ class KerasBackend:
     def load(self, cfg:TrainConfig, path):
         spare = self._take(cfg)   # before the distribution is set (see `fit`)
         with distributed(self.distribution_for(cfg)): return load_weights(spare or build_model(cfg), path)
-    def free(self, model=None):
-        "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
-        if model is not None and model in _RESTART: self._spare = model; return
-        self._spare = None
-        _SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()
-    def _take(self, cfg:TrainConfig):
-        "The spare model when it was built for `cfg` (it is then no longer spare); otherwise None, the spare released"
-        spare, self._spare = self._spare, None
-        if spare is not None and _RESTART[spare][0] == cfg: return spare
-        if spare is not None: del spare; self.free()
-        return None
-    def compile_stats(self)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
-        "JAX's own counts of compiles, of compile-cache loads and of seconds spent tracing, lowering and compiling"
-        return dict(compiles=_compiles(), cache_hits=_hits(), seconds=JaxDevice().compile_seconds() if on_jax() else 0.0)
+
+# %% ../../nbs/backends/02_keras.ipynb #4d1fccd1
+@patch
+def free(self:KerasBackend, model=None):
+    "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
+    if model is not None and model in _RESTART: self._spare = model; return
+    self._spare = None
+    _SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()
+
+# %% ../../nbs/backends/02_keras.ipynb #e96779b1
+@patch
+def _take(self:KerasBackend, cfg:TrainConfig):
+    "The spare model when it was built for `cfg` (it is then no longer spare); otherwise None, the spare released"
+    spare, self._spare = self._spare, None
+    if spare is not None and _RESTART[spare][0] == cfg: return spare
+    if spare is not None: del spare; self.free()
+    return None
+
+# %% ../../nbs/backends/02_keras.ipynb #9bec395f
+@patch
+def compile_stats(self:KerasBackend)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
+    "JAX's own counts of compiles, of compile-cache loads and of seconds spent tracing, lowering and compiling"
+    return dict(compiles=_compiles(), cache_hits=_hits(), seconds=JaxDevice().compile_seconds() if on_jax() else 0.0)

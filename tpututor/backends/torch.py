@@ -11,6 +11,7 @@ import torch
 from ..config import TrainConfig, Inputs
 from ..devices.torch import TorchDevice, init_distributed
 from ..torchcore import TaskModel, build_model, fit_model, predict, save_weights, load_weights
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['TorchBackend']
@@ -40,17 +41,6 @@ class TorchBackend:
     def agree(self, value): return self.layer.agree(value)
     def describe(self)->str: return self.layer.describe()
 
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
-        "Build `cfg.model` with a new head and train it; (model, History)"
-        self.watchers, key = [], _model_key(cfg)
-        model = self._spare.pop(key, None)
-        if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
-            with torch.no_grad():
-                for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()): t.copy_(v)
-        model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
-        model._cfg_key = key
-        return model, hist
-
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (every process predicts every row)"
         return predict(cfg, model, data, self.layer)
@@ -67,10 +57,25 @@ class TorchBackend:
         if not self.layer.compile: return None
         return lambda: dict(compiles=self.layer.count_compiles(), cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
 
-    def free(self, model:TaskModel|None=None)->None:
-        "Release the model's device memory; with torch.compile the last fold's model is kept instead, for the next fold of its config"
-        key = getattr(model, '_cfg_key', None)
-        if self.layer.compile and key is not None:
-            for old in self._spare.values(): self.layer.free(old)
-            self._spare = {key: model}; return
-        self.layer.free(model)
+# %% ../../nbs/backends/03_torch.ipynb #6dde6fed
+@patch
+def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
+    "Build `cfg.model` with a new head and train it; (model, History)"
+    self.watchers, key = [], _model_key(cfg)
+    model = self._spare.pop(key, None)
+    if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
+        with torch.no_grad():
+            for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()): t.copy_(v)
+    model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
+    model._cfg_key = key
+    return model, hist
+
+# %% ../../nbs/backends/03_torch.ipynb #c7adb3ea
+@patch
+def free(self:TorchBackend, model:TaskModel|None=None)->None:
+    "Release the model's device memory; with torch.compile the last fold's model is kept instead, for the next fold of its config"
+    key = getattr(model, '_cfg_key', None)
+    if self.layer.compile and key is not None:
+        for old in self._spare.values(): self.layer.free(old)
+        self._spare = {key: model}; return
+    self.layer.free(model)
