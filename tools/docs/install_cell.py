@@ -14,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = '# Kaggle / Colab: install what is missing'   # how a copy is recognised: its first line starts so
 FRAMEWORKS = ('keras', 'xla', 'torch', 'tf')            # what `install_missing` accepts
+MODULE = 'tpututor.devices.frameworks'                  # where `install_missing` lives; the cell imports it from where the source defines it
 HEAD = f'''{MARKER} (a no-op where everything is installed)
 import importlib.metadata as md, subprocess, sys
 REPO = 'https://github.com/tpututor/tpututor'
@@ -28,21 +29,19 @@ if not ours():   # PyPI first; before the first release (or if the name is taken
 _re_call = re.compile(r"install_missing\('(\w+)'\)")
 
 
-def install_module(package:Path=ROOT / 'tpututor')->str:
-    "The module that defines `install_missing` (`tpututor.frameworks`, `tpututor.devices.frameworks`, ...), read from the source"
-    for py in sorted(package.rglob('*.py')):
-        tree = ast.parse(py.read_text())
-        if any(isinstance(s, ast.FunctionDef) and s.name == 'install_missing' for s in tree.body):
-            return '.'.join(py.relative_to(package.parent).with_suffix('').parts).removesuffix('.__init__')
-    raise LookupError(f'no module under {package} defines install_missing: the install cell imports it from there')
+def install_module(package:Path=ROOT / 'tpututor')->str|None:
+    "The module that defines `install_missing`, read from the source under `package` (None when none does)"
+    for py in sorted(Path(package).rglob('*.py')):
+        if any(isinstance(s, ast.FunctionDef) and s.name == 'install_missing' for s in ast.parse(py.read_text()).body):
+            return '.'.join(py.relative_to(Path(package).parent).with_suffix('').parts).removesuffix('.__init__')
+    return None
 
-def install_cell(*frameworks:str, module:str=None)->str:
+def install_cell(*frameworks:str)->str:
     "The text of the install cell for a notebook that needs `frameworks` (none: tpututor's core only)"
     bad = [f for f in frameworks if f not in FRAMEWORKS]
     if bad: raise ValueError(f'install_cell: unknown framework(s) {bad}; use some of {list(FRAMEWORKS)}')
     if not frameworks: return HEAD
-    module = module or install_module()
-    return '\n'.join([HEAD, f'from {module} import install_missing', *(f'install_missing({f!r})' for f in frameworks)])
+    return '\n'.join([HEAD, f'from {install_module() or MODULE} import install_missing', *(f'install_missing({f!r})' for f in frameworks)])
 
 def _source(cell): return ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
 
@@ -76,9 +75,13 @@ def check_notebook(path:Path)->list:
         problems.append(f'{path}: the install cell differs from the canonical text:\n' + '\n'.join(diff))
     return problems
 
-def check_all(nbs:Path=ROOT / 'nbs')->list:
-    "`check_notebook` for every notebook under `nbs`"
-    return [p for nb in sorted(nbs.rglob('*.ipynb')) if '.ipynb_checkpoints' not in nb.parts for p in check_notebook(nb)]
+def check_all(nbs:Path=ROOT / 'nbs', package:Path=ROOT / 'tpututor')->list:
+    "`check_notebook` for every notebook under `nbs`, and whether `MODULE` in `package` has the function the cells call"
+    found = [p for nb in sorted(nbs.rglob('*.ipynb')) if '.ipynb_checkpoints' not in nb.parts for p in check_notebook(nb)]
+    if any(has_install_cell(json.loads(nb.read_text())) for nb in nbs.rglob('*.ipynb')) and not install_module(package):
+        found.insert(0, f'no module under {package} defines install_missing, which every install cell imports and calls '
+                        f'(from {MODULE}): define it there')
+    return found
 
 if __name__ == '__main__':
     args = sys.argv[1:]

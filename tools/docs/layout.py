@@ -188,14 +188,14 @@ def _rows(mods:dict, rules:dict, per_row:int)->list:
         out.append((name, line))
     return out
 
-def draw(mods:dict, rules:dict, out:Path, width:float=13.0):
+def draw(mods:dict, rules:dict, out:Path, width:float=13.5):
     "Draw the modules of `mods` (grouped by folder, in rows by layer) and their imports as arrows into the SVG file `out`"
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
-    bw, bh, gap, pad, left_col, row_h = 1.02, 0.34, 0.12, 0.08, 1.25, 0.95
-    per_row = int((width - left_col) // (bw + gap + 0.05))
+    bw, bh, gap, pad, left_col, row_h = 0.98, 0.34, 0.1, 0.08, 1.3, 0.95
+    per_row = int((width - left_col - 0.6) // (bw + gap))
     rows = _rows(mods, rules, per_row)
     loops = {(a, b) for members, _ in circles(mods) for a in members for b in mods[a].imports if b in members}
     bad = breaks(mods, rules)
@@ -206,22 +206,25 @@ def draw(mods:dict, rules:dict, out:Path, width:float=13.0):
     ax = fig.add_axes((0, 0, 1, 1)); ax.set_xlim(0, width); ax.set_ylim(0, height); ax.axis('off')
     folders = sorted({p.rsplit('/', 1)[0] for p in mods if '/' in p})
     colour = {f: PALETTE[(i + 1) % len(PALETTE)] for i, f in enumerate(folders)}
-    pos, row_of = {}, {}
-    for r, (name, groups) in enumerate(rows):      # first the x order; the groups keep their declared order
-        y = height - 0.55 - r * row_h
-        x = left_col
-        for folder, paths in groups:
-            if folder: x += pad
-            for p in paths: pos[p] = (x + bw / 2, y); row_of[p] = r; x += bw + gap
-            if folder: x += pad
-    importers = {p: [a for a, b in edges if b == p] for p in mods}
-    for _ in range(2):                             # inside a folder, modules under the ones that import them
+    neighbours = {p: [a for a, b in edges if b == p] + [b for a, b in edges if a == p] for p in mods}
+    def place(rows, order=None):
+        "x of each module: the rows centred, the folders kept whole, each folder and module at the mean x of its neighbours"
+        pos, row_of = {}, {}
         for r, (name, groups) in enumerate(rows):
+            if order:
+                bary = lambda p: sum(order[q][0] for q in neighbours[p]) / len(neighbours[p]) if neighbours[p] else order[p][0]
+                for folder, paths in groups: paths.sort(key=bary)
+                groups.sort(key=lambda g: sum(map(bary, g[1])) / len(g[1]))
+            n = sum(len(ps) for _, ps in groups)
+            span = n * (bw + gap) - gap + sum(2 * pad + gap for f, _ in groups if f)
+            x = left_col + (width - left_col - 0.2 - span) / 2
             for folder, paths in groups:
-                xs = sorted(pos[p][0] for p in paths)
-                key = lambda p: sum(pos[a][0] for a in importers[p]) / len(importers[p]) if importers[p] else pos[p][0]
-                paths.sort(key=key)
-                for p, x in zip(paths, xs): pos[p] = (x, pos[p][1])
+                if folder: x += pad
+                for p in paths: pos[p] = (x + bw / 2, height - 0.55 - r * row_h); row_of[p] = r; x += bw + gap
+                if folder: x += pad + gap
+        return pos, row_of
+    pos, row_of = place(rows)
+    for _ in range(3): pos, row_of = place(rows, pos)
     for r, (name, groups) in enumerate(rows):
         y = height - 0.55 - r * row_h
         ax.text(0.15, y, name, ha='left', va='center', fontsize=9, color='#555', style='italic')
