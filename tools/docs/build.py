@@ -9,9 +9,13 @@
    instead, so the executed outputs committed with the notebook stay as they are and nothing is re-run.
 2. A notebook whose ipywidgets outputs have no widget state stored (nbdev-test --save does not store it) is
    executed once with nbdev's runner, with the test suite's flags, and the widget state is kept with it.
-3. The processed notebooks, a Performance page from bench/results/*.md and the vendored JavaScript (the
+3. The processed notebooks (their outputs without stderr progress bars or the run's temporary paths; the Open in
+   Kaggle / Colab buttons only where the notebook starts with the install cell of tools/docs/install_cell.py), a
+   Performance page from bench/results/*.md, the install and contributing pages, the page "How the code is laid
+   out" (tools/docs/layout.py: drawn and checked from the package's source) and the vendored JavaScript (the
    ipywidgets HTML manager and MathJax, from the npm registry, pinned by version and checksum) are rendered
-   by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py).
+   by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py), with the
+   navigation following the folders of nbs/.
 
 Steps 1 and 2 are cached in _docs/ by content hash: a rebuild after editing one notebook processes that one.
 """

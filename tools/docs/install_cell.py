@@ -76,7 +76,7 @@ def check_notebook(path:Path)->list:
     return problems
 
 def check_all(nbs:Path=ROOT / 'nbs', package:Path=ROOT / 'tpututor')->list:
-    "`check_notebook` for every notebook under `nbs`, and whether `MODULE` in `package` has the function the cells call"
+    "`check_notebook` for every notebook under `nbs`, and whether a module in `package` has the function the cells call"
     found = [p for nb in sorted(nbs.rglob('*.ipynb')) if '.ipynb_checkpoints' not in nb.parts for p in check_notebook(nb)]
     if any(has_install_cell(json.loads(nb.read_text())) for nb in nbs.rglob('*.ipynb')) and not install_module(package):
         found.insert(0, f'no module under {package} defines install_missing, which every install cell imports and calls '

@@ -52,7 +52,9 @@ def read_package(package:Path=ROOT / 'tpututor')->dict:
     for p, name in files.items():
         src = p.read_text()
         tree = ast.parse(src, str(p))
-        m = Module(p.relative_to(package).as_posix(), name, first_sentence(ast.get_docstring(tree) or ''), len(src.splitlines()))
+        doc = first_sentence(ast.get_docstring(tree) or '') or (
+            f"the package `{name}`{'' if src.strip() else ' (an empty file)'}" if p.name == '__init__.py' else '(no docstring)')
+        m = Module(p.relative_to(package).as_posix(), name, doc, len(src.splitlines()))
         for node in ast.walk(tree):                    # imports inside functions count too: they run when called
             if not isinstance(node, (ast.Import, ast.ImportFrom)): continue
             for t in _targets(name, p.name == '__init__.py', node, by_name):
