@@ -223,8 +223,8 @@ def module_pages():
 
 # One evaluation per page and window size: what a reader of that window cannot read. Every table, pre block, picture
 # and output must fit its column or scroll inside a box of its own (never clipped, never making the page scroll
-# sideways); pre blocks keep their lines and table cells their words and numbers their format; no machine paths
-# outside code, no stderr progress bar, no stray object repr.
+# sideways); pre blocks keep their lines and table cells their words; no machine paths outside code, no stderr
+# progress bar, no stray object repr.
 READABLE = r"""((minCodeChars, machinePaths) => {
   const out = [], vw = document.documentElement.clientWidth, art = document.querySelector('article');
   if (!art) return ['no article'];
@@ -272,8 +272,6 @@ READABLE = r"""((minCodeChars, machinePaths) => {
   if (path) out.push(`a path of the machine that ran it: ${path[0]}`);
   const repr = text.match(/.{0,30}(<[\w.]+ object at 0x[0-9a-f]+>|<Figure size \d+x\d+ with|<matplotlib\.[\w.]+ at 0x).{0,20}/);
   if (repr) out.push(`stray output: ${repr[0]}`);
-  for (const c of art.querySelectorAll('td'))
-    if (/^-?\d+\.\d{7,}$/.test(c.innerText.trim())) { out.push(`an unformatted number in a table: ${desc(c)}`); break; }
   if (minCodeChars) {
     const code = art.querySelector('pre code, pre') || art;
     const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(code).font;
