@@ -192,7 +192,7 @@ def browser():
 
 
 # ---------------------------------------------------------------- what the site must hold
-WIDE, PHONE = (1280, 800), (390, 844)
+WIDE, PHONE = (1280, 800, False), (390, 844, True)      # window sizes: width, height, a phone's touch layout
 CODE_CHARS = 110            # characters of code the content column holds at 1280 px: most API signatures' longest line
 
 def pages():
@@ -345,8 +345,9 @@ def test_every_page_loads_clean(site, server, browser):
     ps, api = pages(), module_pages()
     assert len(ps) >= 5, ps
     bad = {page: ['named in tpututor/_modidx.py, and not built'] for page in api if page not in ps}
-    for p in ps:
-        browser.viewport(*WIDE)
+    browser.viewport(*WIDE)
+    for i, p in enumerate(ps):          # each page is laid out once per window size: the next page opens in the size the last one ended in
+        sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)
         problems = browser.problems(browser.open(server + p))
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
@@ -367,9 +368,9 @@ def test_every_page_loads_clean(site, server, browser):
             missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names
                        if not any(text == n and hid.startswith(n.lower()) for hid, text in heads.items())]
             if missing: problems.append(f'no API entry (a heading with the name and nbdev\'s anchor) for {missing}')
-        problems += [f'at {WIDE[0]} px: {x}' for x in readable(browser, CODE_CHARS)]
-        browser.viewport(*PHONE, mobile=True)
-        problems += [f'at {PHONE[0]} px: {x}' for x in readable(browser)]
+        for k, size in enumerate(sizes):
+            if k: browser.viewport(*size)
+            problems += [f'at {size[0]} px: {x}' for x in readable(browser, CODE_CHARS if size == WIDE else 0)]
         if problems: bad[p] = problems
     browser.viewport(*WIDE)
     assert not bad, json.dumps(bad, indent=1)
