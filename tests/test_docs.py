@@ -473,7 +473,41 @@ def test_performance_lists_every_tutorial(site, server, browser):
                       "c.innerText.startsWith('python ')).map(c => [c.innerText, c.getClientRects().length])")
     assert cmds and all(n == 1 for _, n in cmds), f'reproduce commands split over lines: {[c for c in cmds if c[1] != 1][:5]}'
 
-# ---------------------------------------------------------------- without the site: the install cell and the layout rules
+# ---------------------------------------------------------------- without the site: the navigation, the install cell and the layout rules
+def test_navigation_follows_the_folders(tmp_path, monkeypatch):
+    "Pages at nbdev's paths; sections from the folders of nbs/ (a later folder becomes a part of the Library), the flat layout's lessons by number; two notebooks on one page stop the build"
+    nbs = tmp_path / 'nbs'
+    for f in ('index', '01_data', '00_tpu', 'lessons/00a_devices', 'tutorials/01_keras_kfold', 'models/00_hub', 'backends/02_keras',
+              'backends/00_base', 'explanations/00_why', '_drafts/01_x', '.ipynb_checkpoints/01_data-checkpoint', '_skip'):
+        (nbs / f'{f}.ipynb').parent.mkdir(parents=True, exist_ok=True); (nbs / f'{f}.ipynb').write_text('{}')
+    monkeypatch.setattr(docs_build, 'NBS', nbs); monkeypatch.setattr(docs_build, 'ROOT', tmp_path)
+    found = [nb.relative_to(nbs).as_posix() for nb in docs_build.notebooks()]
+    assert found == ['00_tpu.ipynb', '01_data.ipynb', 'backends/00_base.ipynb', 'backends/02_keras.ipynb', 'explanations/00_why.ipynb',
+                     'index.ipynb', 'lessons/00a_devices.ipynb', 'models/00_hub.ipynb', 'tutorials/01_keras_kfold.ipynb'], found
+    assert docs_build.page_of('backends/02_keras.ipynb') == 'backends/keras.html' and docs_build.page_of('lessons/00a_devices.ipynb') == 'lessons/devices.html'
+    sec = {nb.relative_to(nbs).as_posix(): docs_build.section(nb) for nb in docs_build.notebooks()}
+    assert sec['00_tpu.ipynb'] == ('Library', None), 'with nbs/lessons/, a numbered notebook at the top is the library'
+    assert sec['lessons/00a_devices.ipynb'] == ('Lessons', None) and sec['tutorials/01_keras_kfold.ipynb'] == ('Tutorials', None)
+    assert sec['backends/02_keras.ipynb'] == ('Library', 'backends') and sec['explanations/00_why.ipynb'] == ('Library', 'explanations')
+    done = {nb: (None, dict(page=docs_build.page_of(nb.relative_to(nbs)).removesuffix('.html') + '.ipynb', title=nb.stem,
+                            module=f'tpututor.{nb.stem.split("_", 1)[1]}' if 'index' not in nb.stem else None))
+            for nb in docs_build.notebooks()}
+    nav = docs_build.navigation(done)
+    assert [next(iter(d)) for d in nav] == ['Start', 'Lessons', 'Tutorials', 'Library', 'Performance'], nav
+    library = nav[3]['Library']
+    assert [next(iter(d)) for d in library] == ['tpu: 00_tpu', 'data: 01_data', 'Models', 'Backends', 'Explanations'], library
+    assert library[3]['Backends'] == [{'base: 00_base': 'backends/base.ipynb'}, {'keras: 02_keras': 'backends/keras.ipynb'}]
+    assert [next(iter(d.values())) for d in nav[0]['Start']] == ['index.ipynb', 'install.md', 'layout.md', 'contributing.md']
+    (nbs / 'lessons' / '00a_devices.ipynb').rename(nbs / 'lessons' / '01_devices.ipynb')
+    (nbs / 'lessons' / '00_devices.ipynb').write_text('{}')
+    clash = {nb: (None, dict(page=docs_build.page_of(nb.relative_to(nbs)).removesuffix('.html') + '.ipynb', title='t'))
+             for nb in docs_build.notebooks()}
+    with pytest.raises(SystemExit, match='lessons/00_devices.ipynb and .*lessons/01_devices.ipynb would both be lessons/devices.ipynb'):
+        docs_build.navigation(clash)
+    for d in ('lessons', 'tutorials', 'models', 'backends', 'explanations'): shutil.rmtree(nbs / d)
+    assert docs_build.section(nbs / '00_tpu.ipynb') == ('Lessons', None) and docs_build.section(nbs / '07_config.ipynb') == ('Library', None), \
+        'the flat layout: notebooks numbered below 04 are the lessons'
+
 def test_install_cells_are_one_text():
     "Every notebook's install cell is the canonical text (tools/docs/install_cell.py), every tutorial starts with one, and the module it imports has `install_missing`"
     problems = install_cell.check_all()

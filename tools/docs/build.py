@@ -359,7 +359,7 @@ def vendor():
 
 
 # ---------------------------------------------------------------- site sources and MkDocs
-def _cells(row): return [c.strip() for c in row.strip().strip('|').split('|')]
+def _cells(row): return [c.strip() for c in re.split(r'(?<!\\)\|', row.strip().removeprefix('|').removesuffix('|'))]   # `\|` stays in its cell
 
 def _tables(md, fix):
     "`md` with `fix(header, rows)` applied to each of its tables (`rows`: lists of cells; `fix` returns the new rows)"
@@ -426,7 +426,7 @@ def navigation(done):
     "The site's navigation: Start, Lessons, Tutorials, the Library (top-level notebooks, then a part per folder), Performance"
     nav, parts, seen = {'Start': [], 'Lessons': [], 'Tutorials': [], 'Library': []}, {}, {}
     for nb, (proc, meta) in done.items():
-        if meta['page'] in seen: sys.exit(f"docs: {nb.relative_to(ROOT)} and {seen[meta['page']].relative_to(ROOT)} would both be "
+        if meta['page'] in seen: sys.exit(f"docs: {seen[meta['page']].relative_to(ROOT)} and {nb.relative_to(ROOT)} would both be "
                                           f"{meta['page']}: rename one (a page is named after its notebook without the number)")
         seen[meta['page']] = nb
         sec, folder = section(nb)
