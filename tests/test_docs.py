@@ -225,7 +225,9 @@ def module_pages():
 # and output must fit its column or scroll inside a box of its own (never clipped, never making the page scroll
 # sideways); pre blocks keep their lines and table cells their words; no machine paths outside code, no stderr
 # progress bar, no stray object repr.
-READABLE = r"""((minCodeChars, machinePaths) => {
+READABLE = r"""(async (minCodeChars, machinePaths) => {
+  document.body.getBoundingClientRect();     // the layout for this window size, then the end of the transitions it started
+  await Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => null)));
   const out = [], vw = document.documentElement.clientWidth, art = document.querySelector('article');
   if (!art) return ['no article'];
   const desc = e => e.tagName.toLowerCase() + ' "' + (e.innerText || e.getAttribute('src') || e.getAttribute('alt') || '').trim().replace(/\s+/g, ' ').slice(0, 60) + '"';
