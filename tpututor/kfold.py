@@ -20,12 +20,13 @@ from .rundir import (RunDirError, atomic_write, write_json, read_json, save_arra
                              open_run, log, fold_done, save_fold, load_fold)
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'WEIGHT_FILES', 'COMPILE_KEYS', 'make_folds', 'text_keys', 'fold_leaks',
-           'leak_text', 'check_leaks', 'leak_score', 'quiet', 'run_meta', 'run_folds', 'score', 'fingerprint',
-           'run_fingerprint', 'memory_mb', 'KFoldResult', 'checkpoint_files', 'checkpoint_hash', 'keep_model',
-           'keep_preset', 'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text',
-           'train_fold', 'fold_record', 'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run',
-           'predictions_table', 'submission']
+__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'WEIGHT_FILES', 'COMPILE_KEYS', 'FRAMEWORK_OF', 'NO_BF16', 'make_folds',
+           'text_keys', 'fold_leaks', 'leak_text', 'check_leaks', 'leak_score', 'quiet', 'run_meta', 'run_folds',
+           'score', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'checkpoint_files', 'checkpoint_hash',
+           'keep_model', 'keep_preset', 'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost',
+           'compile_text', 'train_fold', 'fold_record', 'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run',
+           'predictions_table', 'submission', 'predict_precision', 'attach_base', 'predict_config', 'encode_texts',
+           'fold_weights', 'predict_run']
 
 # %% ../nbs/10_kfold.ipynb #85c07b82
 FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')
@@ -538,3 +539,100 @@ def submission(
         raise ValueError(f"the sample submission has {len(targets)} target column(s) {targets}, but there are {pred.shape[1]} prediction column(s)")
     for j, t in enumerate(targets): df[t] = pred[:, j]
     return df
+
+# %% ../nbs/10_kfold.ipynb #df240767
+FRAMEWORK_OF = {'keras': 'jax', 'torch': 'torch', 'xla': 'torch_xla', 'tf': 'tensorflow'}   # the framework whose device a backend predicts on
+NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
+
+def predict_precision(
+    backend:str,       # the backend's name
+    trained:str,       # the precision the run trained in
+    asked:str='auto',  # 'auto', or a precision to use as it is
+)->str:
+    "The precision to predict in: bf16 where the device computes in it, fp16 on a GPU without it, fp32 on a CPU"
+    if asked != 'auto': return asked
+    if backend not in FRAMEWORK_OF or trained == 'pure_bf16': return trained   # bag of tokens; weights stored in bf16
+    from tpututor.devices.ops import device_kind
+    kind = device_kind(FRAMEWORK_OF[backend])
+    if kind.startswith('TPU'): return 'bf16'
+    if kind.startswith(('CUDA', 'GPU')): return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and backend != 'xla' else 'bf16'
+    return 'fp32'
+
+# %% ../nbs/10_kfold.ipynb #84f9c309
+def attach_base(
+    kit:dict,    # predict.json of a LoRA run
+    base=None,   # the attached base checkpoint's folder (default: the name the run trained from)
+)->str:          # the checkpoint to build the model from
+    "A LoRA run's base checkpoint, checked against the hash the run recorded"
+    want = kit['base']; where = str(base or want['name'])
+    attach = (f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash {want['hash']}) "
+              "and pass its folder with --base (Python: base=)")
+    try: got = checkpoint_hash(where)
+    except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None   # ConnectionError is an OSError
+    if got != want['hash']:
+        raise ValueError(f"--base {where}: its hash is {got}, not {want['hash']}, that of {want['name']!r}, which the run was trained on. {attach}")
+    return where
+
+# %% ../nbs/10_kfold.ipynb #3a6aa192
+def predict_config(
+    run,                   # a run directory
+    base=None,             # a LoRA run's base checkpoint folder (`attach_base`)
+    precision:str='auto',  # `predict_precision`'s `asked`
+    batch_size:int|None=None, # rows per device at prediction (default: the run's)
+)->TrainConfig:
+    "The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the precision for this device"
+    run = Path(run); meta = read_json(run/'run.json')
+    kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
+    cfg = TrainConfig.from_dict(meta['config'])
+    ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
+    if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
+    if kit.get('base'): ch['model'] = attach_base(kit, base)
+    elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')   # a run from an older tpututor: its model as it was
+    if batch_size: ch['eval_batch_size'] = batch_size
+    return cfg.replace(**ch)
+
+# %% ../nbs/10_kfold.ipynb #97015e7e
+def encode_texts(tok, texts, cfg:TrainConfig)->Inputs:
+    "Texts as the run encodes them: one list, or a pair (two encoders for a pair task, one sequence otherwise)"
+    from tpututor.encoding import encode
+    pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
+    if not pair: return encode(tok, texts, max_len=cfg.max_len)
+    if cfg.pair: return (encode(tok, texts[0], max_len=cfg.max_len), encode(tok, texts[1], max_len=cfg.max_len))
+    return encode(tok, texts[0], texts[1], max_len=cfg.max_len)
+
+# %% ../nbs/10_kfold.ipynb #112254bc
+def fold_weights(run)->list: # each finished fold's weights file, in fold order
+    "The weights of every fold of a finished run; refused, saying how to finish it, when a fold is missing"
+    run = Path(run)
+    if not (run/'run.json').exists(): raise ValueError(f"{run} is not a tpututor run directory (no run.json)")
+    k = read_json(run/'run.json')['folds']
+    done = [run/f'fold{i}'/'weights.safetensors' for i in range(k) if fold_done(run/f'fold{i}')]
+    if len(done) < k: raise ValueError(f"run {run} has {len(done)} of {k} folds finished; finish it with the same tpututor train command first")
+    return done
+
+# %% ../nbs/10_kfold.ipynb #0d352dcc
+def predict_run(
+    run,                   # a finished run directory
+    texts,                 # the texts to predict: a list, or a pair (two lists)
+    base=None,             # a LoRA run's base checkpoint folder
+    precision:str='auto',  # 'auto' (`predict_precision`), 'fp32', 'bf16' or 'fp16'
+    batch_size:int|None=None, # rows per device (default: the run's prediction batch)
+    backend=None,          # a backend object (default: the run's, on this machine's devices)
+    verbose:bool=True,     # a line per fold
+)->np.ndarray:             # the folds' predictions averaged, one row per text
+    "Predict `texts` with every fold of `run`, from the run directory alone"
+    from tpututor.encoding import load_tokenizer
+    from tpututor.backends.base import get_backend
+    run, weights = Path(run), fold_weights(run)
+    cfg = predict_config(run, base, precision, batch_size)
+    tok = load_tokenizer(run/'model' if (run/'model'/'tokenizer.json').exists() else cfg.model)
+    data, backend = encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
+    if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)   # fewer devices than the mesh: whole copies
+    preds, t0 = [], time.time()
+    with quiet(backend, verbose):
+        for i, w in enumerate(weights):
+            t = time.time(); model = backend.load(cfg, w)
+            preds.append(backend.predict(cfg, model, data)); backend.free(model)
+            if verbose: print(f"fold {i}: {n_rows(data):,} rows in {time.time() - t:.1f}s", flush=True)
+    if verbose: print(f"{len(weights)} folds, {n_rows(data):,} rows, {cfg.precision}: {len(weights) * n_rows(data) / (time.time() - t0):,.0f} rows/s over the folds")
+    return np.mean(preds, axis=0)
