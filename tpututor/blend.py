@@ -17,7 +17,7 @@ from .rundir import read_json, load_array, save_array, write_json, write_csv
 
 # %% auto #0
 __all__ = ['BlendError', 'RunPreds', 'read_run', 'check_blendable', 'blend_inputs', 'blend_loss', 'fit_weights', 'nested_blend',
-           'BlendResult', 'blend_table', 'blend_runs', 'write_blend']
+           'BlendResult', 'blend_table', 'blend_runs', 'write_blend', 'blend_weights', 'predict_blend']
 
 # %% ../nbs/10a_blend.ipynb #a5381c96
 class BlendError(ValueError):
@@ -181,7 +181,8 @@ def _choose(task:str, runs:list, y, nested:np.ndarray, w:np.ndarray)->tuple: # (
 def blend_table(task:str, runs:list, res:BlendResult)->pd.DataFrame:
     "Each run's out-of-fold metrics and weight, then the blend's"
     rows = [{'run': r.name, 'model': r.model, 'backend': r.backend, 'weight': res.weights[r.name], **res.runs[r.name]} for r in runs]
-    rows.append({'run': 'blend (weights fitted on the other folds)', 'model': '', 'backend': '', 'weight': 1.0, **res.oof})
+    what = 'blend: its best run alone' if res.fallback else 'blend (weights fitted on the other folds)'
+    rows.append({'run': what, 'model': '', 'backend': '', 'weight': 1.0, **res.oof})
     return pd.DataFrame(rows).set_index('run')
 
 # %% ../nbs/10a_blend.ipynb #ae0a738f
@@ -219,6 +220,9 @@ def blend_runs(
     t0 = time.time()
     runs = check_blendable([read_run(p) for p in paths], other_texts)
     r0, ins = runs[0], [blend_inputs(r) for r in runs]
+    if isinstance(sample, (str, Path)): sample = pd.read_csv(sample)
+    if sample is not None and r0.test is not None:   # does it fit? before any work
+        submission(np.full((1, r0.test.shape[1]), 1 / r0.test.shape[1], np.float32), [0], sample, r0.task, r0.classes)
     nested, fw = nested_blend([o for o, _ in ins], r0.y, r0.folds, r0.task)
     w, oof, metrics, fallback = _choose(r0.task, runs, r0.y, nested, fit_weights([o for o, _ in ins], r0.y, r0.task))
     test = None if r0.test is None else np.tensordot(w, np.stack([t for _, t in ins]), 1).astype(np.float32)
@@ -235,13 +239,42 @@ def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None, ids=Non
     written = []
     if res.test is not None:
         save_array(out/'test.npy', res.test)
-        if isinstance(sample, (str, Path)): sample = pd.read_csv(sample)
         written = _write_predictions(out, runs, res.test, sample, ids)
     corr = np.corrcoef(np.stack([blend_inputs(r)[0].reshape(len(r.oof), -1)[:, -1] for r in runs])).round(4).tolist()
     write_json(out/'blend.json', {'method': 'SLSQP on the simplex: non-negative weights summing to 1 that minimise the task loss of the weighted average; '
                                   'out-of-fold score from weights fitted on the other folds; test weights fitted on all folds',
-                                  'runs': [r.name for r in runs], 'weights': res.weights, 'fold_weights': res.fold_weights.round(6).tolist(),
+                                  'runs': [r.name for r in runs], 'weights': res.weights, 'fingerprints': {r.name: r.fingerprint for r in runs}, 'fold_weights': res.fold_weights.round(6).tolist(),
                                   'oof': res.oof, 'run_oof': res.runs, 'fallback': res.fallback, 'correlation': corr})
     s = _summary(runs, res, written, time.time() - (t0 or time.time()))
     write_json(out/'summary.json', s)
     return s
+
+# %% ../nbs/10a_blend.ipynb #c8f375f8
+def blend_weights(
+    blend_json,   # a blend's blend.json
+    runs:list,    # the run directories to predict with (anywhere: matched to the blend's by folder name)
+)->list:          # the weight of each of `runs`
+    "The blend's weight of each run, matched by folder name and checked against the fingerprint the blend kept"
+    b = read_json(blend_json); by_name = {Path(n).name: n for n in b['runs']}
+    names = [Path(r).name for r in runs]
+    if sorted(names) != sorted(by_name): raise BlendError(f"{blend_json} blends the runs {sorted(by_name)}; given {sorted(names)}: give every run of the blend, each in a folder of its name")
+    for r, n in zip(runs, names):
+        kept, now = b.get('fingerprints', {}).get(by_name[n]), read_json(Path(r)/'run.json').get('fingerprint')
+        if kept and now != kept: raise BlendError(f"run {r} is not the run {by_name[n]} that {blend_json} blended (its fingerprint differs): blend the runs again")
+    return [b['weights'][by_name[n]] for n in names]
+
+# %% ../nbs/10a_blend.ipynb #6057490b
+def predict_blend(
+    runs:list,       # the blend's run directories
+    blend_json,      # its blend.json
+    texts,           # the texts to predict: a list, or a pair (two lists)
+    **kwargs,        # for `predict_run`: base, precision, batch_size, verbose
+)->np.ndarray:       # the blended predictions, one row per text
+    "Predict `texts` with every run of a blend, from the run directories alone, and blend them with its weights"
+    from tpututor.kfold import predict_run
+    ws, out = blend_weights(blend_json, runs), 0
+    for r, w in zip(runs, ws):
+        if w == 0: continue   # a run the blend gave no weight: not predicted at all
+        rp = read_run(r); rp.test = predict_run(r, texts, **kwargs)
+        out = out + w * blend_inputs(rp)[1]
+    return np.asarray(out, np.float32)
