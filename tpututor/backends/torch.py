@@ -50,7 +50,8 @@ class TorchBackend:
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device; a freed model of the same config takes them in place (nothing built again)"
         key = _model_key(cfg)
-        model = self._spare.pop(key, None) or self.layer.place_model(build_model(cfg, pretrained=False, layer=self.layer))
+        model = self._spare.pop(key, None)
+        if model is None: model = self.layer.place_model(build_model(cfg, pretrained=False, layer=self.layer))
         model = load_weights(model, path); model._cfg_key = key
         return model
 
