@@ -7,8 +7,9 @@ Docs: https://tpututor.github.io/tpututor/lessons/bf16.html.md"""
 # %% ../../nbs/lessons/01_bf16.ipynb #dc1dff0a
 from __future__ import annotations
 import html, math
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 import numpy as np, ml_dtypes
+if TYPE_CHECKING: import pandas as pd   # `encodings_table` imports pandas only when called
 
 # %% auto #0
 __all__ = ['LAYOUTS', 'DTYPES', 'COLOURS', 'EXAMPLES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields',
@@ -117,10 +118,10 @@ def bits(
     s, e, m = fields(x, dtype)
     return Bits(str(s), format(e, f'0{L.ebits}b'), format(m, f'0{L.mbits}b'), decode(s, e, m, dtype))
 
-# %% ../../nbs/lessons/01_bf16.ipynb #87b91117
+# %% ../../nbs/lessons/01_bf16.ipynb #80bf6fb4
 COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}   # the picture and the explorer colour the fields alike
 
-# %% ../../nbs/lessons/01_bf16.ipynb #f6146883
+# %% ../../nbs/lessons/01_bf16.ipynb #a184d30a
 def draw_bits(
     x:float,  # the number to draw
     ax=None,  # a matplotlib Axes (default: a new figure)
