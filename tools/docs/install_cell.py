@@ -41,7 +41,8 @@ def install_cell(*frameworks:str)->str:
     bad = [f for f in frameworks if f not in FRAMEWORKS]
     if bad: raise ValueError(f'install_cell: unknown framework(s) {bad}; use some of {list(FRAMEWORKS)}')
     if not frameworks: return HEAD
-    return '\n'.join([HEAD, f'from {install_module() or MODULE} import install_missing', *(f'install_missing({f!r})' for f in frameworks)])
+    return '\n'.join([HEAD, f'from {install_module() or MODULE} import install_missing',
+                      *(f'install_missing({f!r});' for f in frameworks)])   # `;`: the steps it returns are not shown under the cell
 
 def _source(cell): return ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
 
