@@ -6,13 +6,19 @@ library and hand-written epochs are interleaved, because two CPU cores shared wi
 The hand-written loop does the same work as the library's on the same bucketed batches: same model,
 `tpututor.backends.xla.AdamW`, same schedule and clipping, one sync per step; it has no progress bar,
 compile watcher or loss bookkeeping. It uses the library's AdamW because
-`torch.optim.AdamW` would add compiles of its own (see nbs/10_torchxla.ipynb), and this row measures the
+`torch.optim.AdamW` would add compiles of its own (see nbs/backends/04_xla.ipynb), and this row measures the
 loop, not the optimizer.
+
+    ./run.sh bench xla_buckets                    recorded
+    python bench/bench_xla_buckets.py --smoke     a tiny checkpoint, a few rows, one round
 """
 import sys, time, warnings
-from common import ratio, report, table
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ratio, report, table, provenance, track_imports, bench_model, SMOKE
 
 def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
+    track_imports()
     warnings.filterwarnings('ignore', message='`tensorflow` can conflict')
     from tpututor.devices.frameworks import import_xla
     tx = import_xla()
@@ -21,13 +27,16 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     from tpututor.config import TrainConfig, lr_at
     from tpututor.data import rotten_tomatoes
     from tpututor.encoding import encode, padding_report
-    from tpututor.backends.xla import AdamW, EncodedDataset, build_model, fit_model, param_groups, task_loss, train_batches
+    from tpututor.backends.xla import build_model, fit_model
+    from tpututor.torchcore import EncodedDataset, param_groups, task_loss, train_batches
+    from tpututor.devices.torch import AdamW
     from tpututor.devices.ops import count_compiles
 
     rt = rotten_tomatoes().sample(frac=1, random_state=0)
-    enc, y = encode('minilm', rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]
+    model = bench_model()
+    enc, y = encode(model, rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]
     dev = tx.device()
-    cfg = lambda b, epochs: TrainConfig(model='minilm', max_len=max_len, buckets=b, batch_size=batch, epochs=epochs, lr=5e-5, seed=0)
+    cfg = lambda b, epochs: TrainConfig(model=model, max_len=max_len, buckets=b, batch_size=batch, epochs=epochs, lr=5e-5, seed=0)
 
     def library(b, epochs):
         m, h = fit_model(cfg(b, epochs), enc, y, verbose=False)
@@ -87,7 +96,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
             f"(the hand loop reuses the library's cached graphs: same model, shapes and ops). Compiles per epoch are "
             f"listed in order, warm-up first.")
     report('xla_buckets', f'PyTorch/XLA epoch time: padding vs length buckets, library vs hand-written loop',
-           body, './run.sh bench xla_buckets',
+           body, provenance('xla_buckets'),
            goals=[ratio('PyTorch/XLA epoch: 4 length buckets vs padding to max length', ratio_b, 1.5),
                   ratio('PyTorch/XLA epoch: the library loop vs a minimal hand-written loop', ratio_h, 0.95),
                   dict(comparison=f'PyTorch/XLA: training compiles over all epochs with {buckets} buckets',
@@ -95,4 +104,6 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
                        met=sum(runs['buckets']['compiles']) <= buckets)])
     return ratio_b, ratio_h
 
-if __name__ == '__main__': main(*map(int, sys.argv[1:]))
+if __name__ == '__main__':
+    if SMOKE: main(n=64, max_len=32, batch=8, rounds=1)
+    else: main(*map(int, sys.argv[1:]))

@@ -14,7 +14,7 @@ from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, chec
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.checkpoint import checkpoint
-from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, peak_flops
+from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, TfDevice
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
 from ..rundir import atomic_write, RunDirError, assign_weights
@@ -398,7 +398,7 @@ def fit_model(
     enc = model.get_layer('encoder')
     batch = global_batch(cfg.batch_size, reps) * cfg.grad_accum
     ds, steps = train_dataset(cfg, train, y, batch, input_fields(enc))
-    peak = peak_flops(strategy, 'bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
+    peak = TfDevice(strategy).peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
     dims = model_dims(enc.config)
     sheet = datasheet_peak(_tf_kind(strategy), cfg.precision) if mfu else None   # None on a CPU (and a TPU: TensorFlow names no TPU kind)
     meter = Throughput(dims, peak, sheet and sheet * reps)
