@@ -28,11 +28,11 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
 
     rt = rotten_tomatoes().sample(frac=1, random_state=1).reset_index(drop=True)
     tr, te = rt.iloc[:n_train], rt.iloc[n_train:n_train + n_test]
-    model = bench_model()
-    enc, enc_te = encode(model, tr.text.tolist(), max_len=max_len), encode(model, te.text.tolist(), max_len=max_len)
+    path = bench_model()
+    enc, enc_te = encode(path, tr.text.tolist(), max_len=max_len), encode(path, te.text.tolist(), max_len=max_len)
     res = {}
     for prec in ('fp32', 'bf16'):
-        cfg = TrainConfig(model=model, max_len=max_len, buckets=buckets, batch_size=batch, epochs=epochs, lr=5e-5,
+        cfg = TrainConfig(model=path, max_len=max_len, buckets=buckets, batch_size=batch, epochs=epochs, lr=5e-5,
                           seed=42, precision=prec)
         be = XlaBackend(verbose=False)
         model, hist = be.fit(cfg, enc, tr.label.values)

@@ -153,11 +153,12 @@ def stale(results=None)->list:
     return out
 
 # ------------------------------------------------------------------ notebook outputs that show a record
+SHOWS = 'from tpututor.testing import recorded'   # the first line of a cell that shows a record: it runs on its own
+
 def shown_cells(nb)->list:
-    "Indexes of the code cells of notebook `nb` that print a figure from a record (they call `recorded`)"
+    "Indexes of the code cells of notebook `nb` that print a figure from a record (each starts with `SHOWS`)"
     cells = json.loads(Path(nb).read_text())['cells']
-    return [i for i, c in enumerate(cells) if c['cell_type'] == 'code' and 'recorded(' in ''.join(c['source'])
-            and not ''.join(c['source']).lstrip().startswith(('#| tpu', '#|tpu'))]
+    return [i for i, c in enumerate(cells) if c['cell_type'] == 'code' and ''.join(c['source']).startswith(SHOWS)]
 
 def shown_notebooks()->list:
     return [p for p in sorted(NBS.rglob('*.ipynb')) if not any(s.startswith(('.', '_')) for s in p.relative_to(NBS).parts) and shown_cells(p)]
