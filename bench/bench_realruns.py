@@ -19,7 +19,7 @@ RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
 TF_ROWS, XLA_ROWS = ((128, 32), (64, 32)) if SMOKE else ((4000, 1000), (2500, 1000))   # (training rows, held out)
 
 def tf_minilm()->dict:
-    "08a_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
+    "backends/05_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
     import numpy as np
     from tpututor.devices.describe import virtual_tpu
     virtual_tpu(8, frameworks='tf')
@@ -44,7 +44,7 @@ def tf_minilm()->dict:
                 buckets=[int(b) for b in choose_buckets(e_tr.lengths, cfg.buckets, max_len=64)])
 
 def xla_minilm()->dict:
-    "10_torchxla: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
+    "backends/04_xla: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
     from tpututor.backends.xla import XlaBackend
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
@@ -63,7 +63,7 @@ def xla_minilm()->dict:
                 eval_compiles=h['eval_compiles'][0], buckets=[int(b) for b in m.buckets], examples_per_s=h['examples_per_s'][0])
 
 def default_job()->dict:
-    "12_cli and the README: `tpututor train` with no options, as `./run.sh train` runs it (compile cache empty)"
+    "11_cli and the README: `tpututor train` with no options, as `./run.sh train` runs it (compile cache empty)"
     from tpututor.cli import main
     from tpututor.rundir import read_json
     with tempfile.TemporaryDirectory() as d:
@@ -99,7 +99,7 @@ def main(names=RUNS):
     rows = [{'run': r['run'], 'held-out accuracy': f'{_acc(r):.3f}',
              'minutes': f"{(r['result'].get('minutes') or r['result']['seconds'] / 60):.1f}", 'ran on': r['date']} for r in runs]
     body = ('The pretrained all-MiniLM-L6-v2 (from PyPI) fine-tuned on Rotten Tomatoes snippets, once per backend, each in a '
-            'fresh process: the real-model figures the notebooks show (08a_tf, 10_torchxla, 12_cli), which their tests take from '
+            'fresh process: the real-model figures the notebooks show (backends/05_tf, backends/04_xla, 11_cli), which their tests take from '
             'here instead of training a real model on every test run.\n\n' + table(rows, ['run', 'held-out accuracy', 'minutes', 'ran on']))
     report('realruns', 'Real fine-tunes the notebooks show', body, {**runs[-1], 'how': './run.sh bench realruns'}, goals)
 
