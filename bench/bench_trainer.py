@@ -23,6 +23,7 @@ The anchors, each at its best on a CPU:
 
     ./run.sh bench trainer                       every contender, recorded
     python bench/bench_trainer.py NAME ...       some of them (CONTENDERS' keys), printed, not recorded
+    python bench/bench_trainer.py --size 400,200,2 NAME ...   a trial on 400 rows, 200 held out, at most 2 epochs (not recorded)
     python bench/bench_trainer.py report         the report again from bench/results/trainer_runs.json
     python bench/bench_trainer.py --smoke        every contender on a tiny checkpoint and a few rows, in seconds
 """
@@ -33,6 +34,8 @@ from common import table, bench_model, SMOKE, THREADS
 
 N_TRAIN, N_TEST, FOLDS, MAX_LEN, BUCKETS, BATCH, MAX_EPOCHS, TARGET = 2000, 1000, 3, 64, 4, 16, 3, 0.75
 if SMOKE: N_TRAIN, N_TEST, FOLDS, MAX_EPOCHS = 96, 32, 2, 1
+if os.environ.get('TPUTUTOR_TRAINER_SIZE'):   # --size ROWS,HELD_OUT,MAX_EPOCHS: a trial on fewer rows (not recorded)
+    N_TRAIN, N_TEST, MAX_EPOCHS = map(int, os.environ['TPUTUTOR_TRAINER_SIZE'].split(','))
 CONTENDERS = {   # name -> (what it is, anchor?, framework group: the contenders a smoke run puts in one process)
     'trainer_dynamic': ('HF Trainer, native torch, dynamic padding (its default collator)', True, 'torch'),
     'trainer_grouped': ('HF Trainer, native torch, dynamic padding, group_by_length=True', True, 'torch'),
@@ -164,7 +167,7 @@ def _ours(name, epochs, path, tr, te, fold):
     for k in range(FOLDS):
         stats = getattr(be, 'compile_stats', None)
         c0, t0 = stats() if stats else None, time.perf_counter()
-        model, hist = be.fit(cfg, enc[fold != k], y[fold != k])
+        model, hist = be.fit(cfg, enc[np.flatnonzero(fold != k)], y[fold != k])
         t1 = time.perf_counter()
         prob = be.predict(cfg, model, enc_te)
         comp = compile_cost(c0, stats())['compiles'] if stats else sum(hist.column('compiles'))
@@ -326,4 +329,7 @@ if __name__ == '__main__':
     args = [a for a in sys.argv[1:] if a != '--smoke']
     if args[:1] == ['worker']: worker(args[1].split(','), int(args[2]))
     elif args[:1] == ['report']: report_runs()
-    else: main(tuple(args) or tuple(CONTENDERS), record=not args)
+    elif args[:1] == ['--size']:
+        os.environ['TPUTUTOR_TRAINER_SIZE'] = args[1]
+        sys.exit(subprocess.run([sys.executable, __file__, *(args[2:] or CONTENDERS)]).returncode)
+    else: main(tuple(args) or tuple(CONTENDERS), record=not args and not os.environ.get('TPUTUTOR_TRAINER_SIZE'))
