@@ -9,7 +9,7 @@ every comparison against its goal and write it to bench/results/summary.md.
     python bench/run.py --check      list what is stale and which saved outputs differ from their records; exit 1 if any
     python bench/run.py --smoke      every bench on tiny shapes (a few seconds each), records into a temporary folder
 """
-import json, os, subprocess, sys, tempfile, time
+import json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, BENCH, _write, table, stale, shown_mismatches, refresh_outputs
@@ -60,10 +60,12 @@ def smoke()->list:
     "Every bench's --smoke, one after the other, with its records in a temporary folder; the ones that failed"
     failed = []
     env = {**os.environ, 'TPUTUTOR_BENCH_RESULTS': tempfile.mkdtemp(prefix='tpututor-smoke-'), 'TPUTUTOR_PROGRESS': 'lines'}
+    cpu = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
     for n in names():
-        t0 = time.time()
+        t0, c0 = time.time(), cpu()
         p = subprocess.run([sys.executable, str(BENCH / f'bench_{n}.py'), '--smoke'], cwd=BENCH, env=env, capture_output=True, text=True)
-        print(f"{n}: {'ok' if p.returncode == 0 else f'FAILED (exit {p.returncode})'} in {time.time() - t0:.0f}s", flush=True)
+        print(f"{n}: {'ok' if p.returncode == 0 else f'FAILED (exit {p.returncode})'} in {time.time() - t0:.0f}s "
+              f"({cpu() - c0:.0f} CPU seconds)", flush=True)
         if p.returncode: failed.append(n); print(p.stdout[-2000:], p.stderr[-4000:])
     return failed
 
