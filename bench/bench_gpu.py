@@ -76,7 +76,7 @@ def one(name, d):
         from tpututor.backends.torch import TorchBackend
         be = TorchBackend(compile={'torch': False, 'torch_compile': True, 'torch_cudagraphs': 'reduce-overhead'}[name])
         model, hist = be.fit(cfg, enc, y)
-        out = dict(_steady(hist), device=be.layer.kind(), peak_bf16=be.layer.peak_flops('bfloat16'))
+        out = dict(_steady(hist), device=be.layer.kind(), peak_bf16=None if SMOKE else be.layer.peak_flops('bfloat16'))
     elif name in ('keras', 'keras_spe'):   # keras_spe: 32 steps per call into the device, as on a TPU
         os.environ['KERAS_BACKEND'] = 'jax'
         if name == 'keras_spe': cfg = cfg.replace(steps_per_execution=32)
@@ -120,9 +120,9 @@ def trainer(cfg, enc, y, compiled=False)->dict:
     from tpututor.devices.torch import TorchDevice
     layer = TorchDevice('cuda' if cuda else 'cpu')
     name, bf16 = layer.kind(), cfg.precision == 'bf16'
-    peak = layer.peak_flops('bfloat16' if bf16 else 'float32')
+    peak = None if SMOKE else layer.peak_flops('bfloat16' if bf16 else 'float32')   # a smoke run does not spend seconds measuring it
     sheet = datasheet_peak(name, cfg.precision) if cuda else None
-    return dict(examples_per_s=eps, mfu_datasheet=flops / sheet if sheet else None, mfu_measured=flops / peak, first_epoch_s=None, compiles=None,
+    return dict(examples_per_s=eps, mfu_datasheet=flops / sheet if sheet else None, mfu_measured=flops / peak if peak else None, first_epoch_s=None, compiles=None,
                 peak_memory_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1) if cuda else None, device=name)
 
 def run(d, out, names=CONTENDERS):

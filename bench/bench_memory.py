@@ -40,7 +40,7 @@ def main():
     track_imports(); bench_model()   # the children's modules are listed for the record; a smoke run's tiny checkpoint made once
     rows, goals = [], []
     for name in BACKENDS:
-        r = child_result([sys.executable, __file__, '--child', name] + (['--smoke'] if SMOKE else []), f'memory bench, backend {name}')
+        r = child(name) if SMOKE else child_result([sys.executable, __file__, '--child', name], f'memory bench, backend {name}')   # a smoke run: in this process
         m = r['rss_mb']; d = m[4] - m[2]
         rows.append({'backend': name, **{f'fold {i}': f'{v:,.0f}' for i, v in enumerate(m)}, 'fold 4 - fold 2 (MB)': f'{d:+.0f}',
                      'per fold, 0 to 4 (MB)': f'{(m[4] - m[0]) / 4:+.0f}', 'seconds': r['seconds']})

@@ -150,6 +150,10 @@ def stale(results=None)->list:
             if e is None: why, rerun = 'carries no code hash and versions', [f'bench_{bench}.py']
             else: why, env, how, rerun = why_stale(e, now), e.get('env', env), e.get('how', how), e.get('rerun', [f'bench_{bench}.py'])
             if why: out.append(dict(file=f.name, where=where, why=why, env=env, how=how, rerun=rerun))
+    if results == BENCH / 'results':   # a bench that has never been recorded
+        for b in sorted(p.stem[6:] for p in BENCH.glob('bench_*.py')):
+            if not (results / f'{b}.json').exists():
+                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='here', how=f'./run.sh bench {b}', rerun=[f'bench_{b}.py']))
     return out
 
 # ------------------------------------------------------------------ notebook outputs that show a record
