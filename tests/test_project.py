@@ -233,3 +233,15 @@ def test_stored_outputs_show_no_machine_paths():
                         for l in text.splitlines() if (g := _warning_gist(l)) and g.lower() not in prose]
     assert not bad, ('stored outputs show machine paths, log noise or unexplained warnings; fix the cell (or explain the warning '
                      'in the prose) and re-run it with nbdev-test --save:\n' + '\n'.join(bad[:20]))
+
+def test_time_to_target_counts_the_first_run_that_reaches_it():
+    "The trainer bench's time to target: a contender's shortest run whose ensemble reaches the target, else its best run"
+    import importlib.util
+    sys.path.insert(0, str(ROOT / 'bench'))
+    spec = importlib.util.spec_from_file_location('bench_trainer', ROOT / 'bench' / 'bench_trainer.py')
+    bt = importlib.util.module_from_spec(spec); spec.loader.exec_module(bt)
+    run = lambda name, e, acc, wall: dict(name=name, epochs=e, held_out=acc, wall_s=wall)
+    rec = dict(settings=dict(target=0.75), runs=[run('torch', 1, 0.76, 100), run('trainer_grouped', 1, 0.60, 60), run('trainer_grouped', 2, 0.74, 120),
+                                               run('trainer_grouped', 3, 0.77, 180), run('keras', 1, 0.70, 90), run('keras', 2, 0.72, 180)])
+    best = bt.best_runs(rec)
+    assert {k: (r['epochs'], r['wall_s']) for k, r in best.items()} == {'torch': (1, 100), 'trainer_grouped': (3, 180), 'keras': (2, 180)}
