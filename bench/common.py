@@ -50,7 +50,8 @@ def bench_model(name:str='minilm')->str:
     if not SMOKE: return name
     from tpututor.testing import tiny_checkpoint
     from tpututor.data import rotten_tomatoes
-    d = tiny_checkpoint(Path(tempfile.mkdtemp(prefix='tpututor-smoke-bert-')), rotten_tomatoes().text.tolist()[:500], 'bert', 'bare')
+    d = tiny_checkpoint(Path(tempfile.mkdtemp(prefix='tpututor-smoke-bert-')), rotten_tomatoes().text.tolist()[:500], 'bert', 'bare',
+                        max_len=512)   # positions for any length a bench asks for
     os.environ['TPUTUTOR_BENCH_MODEL'] = str(d)   # a bare encoder: KerasHub's loader wants the pooler a hub checkpoint may lack
     return str(d)
 
