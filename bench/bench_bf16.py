@@ -11,7 +11,7 @@ is measured on rows that neither run trained on. The tutorial on pairwise rankin
 import sys, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ratio, report, table, provenance, track_imports, bench_model, SMOKE
+from common import report, table, provenance, track_imports, bench_model, SMOKE
 
 def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     track_imports()

@@ -4,7 +4,7 @@ drawn from it, and tests/test_families.py fails when the matrix no longer shows 
 `./run.sh compat families` adds the same matrix on Kaggle's TPU-image versions under 'kaggle'.
 Usage: python bench/bench_families.py [BACKEND ...] [--key here|kaggle]
        python bench/bench_families.py --smoke     the torch backend, one family"""
-import datetime, json, subprocess, sys, tempfile
+import json, subprocess, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, ROOT, _write, provenance, track_imports, SMOKE

@@ -5,7 +5,7 @@ pretrained MiniLM, and the process's resident memory (VmRSS) read after every fo
     ./run.sh bench memory                    recorded
     python bench/bench_memory.py --smoke     the torch backend, a tiny checkpoint, a few rows
     python bench/bench_memory.py --child BACKEND   one backend in this process (what the bench starts)"""
-import json, subprocess, sys, tempfile, time
+import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, table, provenance, track_imports, child_result, bench_model, SMOKE

@@ -10,7 +10,7 @@ it is current: every row records a hash of this script and of the code of every 
     python bench/bench_realruns.py NAME ...          some of them, recorded (NAME: tf_minilm, xla_minilm or default_job)
     python bench/bench_realruns.py --smoke           every run on a tiny checkpoint and a few rows
     python bench/bench_realruns.py --child NAME      one run in this process (what the bench starts)"""
-import json, subprocess, sys, tempfile, time
+import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, table, provenance, track_imports, child_result, recorded_runs, bench_model, RESULTS, SMOKE

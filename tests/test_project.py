@@ -162,7 +162,6 @@ def _records(folder, rec):
 
 def test_child_processes_list_their_modules(tmp_path):
     "A bench's record hashes the modules its child processes import: each process that imports tpututor lists them at exit"
-    import os
     f = tmp_path / 'imports.txt'
     code = "import subprocess, sys, tpututor.config; subprocess.run([sys.executable, '-c', 'import tpututor.kfold'], check=True)"
     r = subprocess.run([sys.executable, '-c', code], env={**clean_env(), 'TPUTUTOR_RECORD_IMPORTS': str(f)}, capture_output=True, text=True)
