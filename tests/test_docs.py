@@ -2,14 +2,19 @@
 headless Chromium (Debian's `chromium`, driven over the Chrome DevTools Protocol with `websocket-client`).
 
 A page fails on: not loading, a console error or uncaught exception, a failed or 4xx/5xx request, a request to
-any host but 127.0.0.1, a name in its module's `__all__` without an API entry, math left unrendered, and,
-for the bfloat16 lesson, an explorer widget that renders blank. Screenshots of the home page and the widget
-go to tests/artifacts/.
+any host but 127.0.0.1, Open in Kaggle / Colab buttons where its notebook does not start with the install cell (or
+none where it does), a name in its module's `__all__` without an API entry, math left unrendered, and, for the
+bfloat16 lesson, an explorer widget that renders blank. At 1280x800 and at a phone's 390x844, every table, `pre`
+block, picture and output of every page must fit or scroll inside its own box (nothing clipped, the page never
+scrolling sideways), keep its lines and words whole, and show no temporary or home-directory path, no stderr
+progress bar and no stray object repr. Screenshots of the home page and the widget go to tests/artifacts/.
+Without a browser: every install cell is the canonical text (tools/docs/install_cell.py), and the package follows
+its layout rules (tools/docs/layout.toml: layers, backends apart, no circle).
 
 The site is built by the test (`tools/docs/build.py`, cached by content, about 30 s from cold) unless
 TPUTUTOR_DOCS_PREBUILT=1 says docs/ is already built. Chromium is installed with apt-get when
 /usr/bin/chromium is missing (as root); without it, or without npm for the site's JavaScript, the tests skip
-and say why (and fail under CI=true). They take about a minute, well inside the CI budget, so they run by default.
+and say why (and fail under CI=true).
 """
 import ast, base64, functools, http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
@@ -17,6 +22,12 @@ from pathlib import Path
 from urllib.parse import urlparse, unquote
 import pytest
 from conftest import ROOT, clean_env
+
+sys.path.insert(0, str(ROOT / 'tools' / 'docs'))
+import install_cell, layout                                  # tools/docs/: the install cell and the layout rules
+import importlib.util
+_spec = importlib.util.spec_from_file_location('tpututor_docs_build', ROOT / 'tools' / 'docs' / 'build.py')
+docs_build = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(docs_build)
 
 SITE = ROOT / 'docs'
 ART = ROOT / 'tests' / 'artifacts'
@@ -145,6 +156,10 @@ class Browser:
                 out.append(f'log error: {p["entry"]["text"]} {p["entry"].get("url", "")}')
         return out
 
+    def viewport(self, width, height, mobile=False):
+        "Lay the page out for a window of `width` x `height` CSS pixels (a phone's touch layout with `mobile`)"
+        self.send('Emulation.setDeviceMetricsOverride', width=width, height=height, deviceScaleFactor=1, mobile=mobile)
+
     def screenshot(self, path, selector=None):
         clip = None
         if selector:
@@ -177,9 +192,20 @@ def browser():
 
 
 # ---------------------------------------------------------------- what the site must hold
+WIDE, PHONE = (1280, 800, False), (390, 844, True)      # window sizes: width, height, a phone's touch layout
+CODE_CHARS = 110            # characters of code the content column holds at 1280 px: most API signatures' longest line
+
 def pages():
     return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob('*.html')
                   if p.name != '404.html' and not p.relative_to(SITE).parts[0] in ('assets', 'search'))
+
+def published():
+    "{page: notebook} for every notebook the site publishes, at the page nbdev's API links point at"
+    return {docs_build.page_of(nb.relative_to(ROOT / 'nbs')): nb for nb in docs_build.notebooks()}
+
+def section_pages(name):
+    "The pages of the notebooks in navigation section `name`, in file order"
+    return [page for page, nb in published().items() if docs_build.section(nb)[0] == name]
 
 def module_pages():
     "{page: {module: names in its `__all__`}} from the package source and nbdev's index of its symbols"
@@ -187,12 +213,88 @@ def module_pages():
     d = ast.literal_eval((ROOT / 'tpututor' / '_modidx.py').read_text().split('d = ', 1)[1])
     for mod, syms in d['syms'].items():
         py = ROOT / (mod.replace('.', '/') + '.py')
+        if not py.exists(): py = ROOT / mod.replace('.', '/') / '__init__.py'
         if not syms or not py.exists(): continue
         names = next((ast.literal_eval(s.value) for s in ast.parse(py.read_text()).body if isinstance(s, ast.Assign)
                       and any(getattr(t, 'id', None) == '__all__' for t in s.targets)), [])
         page = next(iter(syms.values()))[0].split('#')[0]
         spec.setdefault(page, {})[mod] = names
     return spec
+
+# One evaluation per page and window size: what a reader of that window cannot read. Every table, pre block, picture
+# and output must fit its column or scroll inside a box of its own (never clipped, never making the page scroll
+# sideways); pre blocks keep their lines and table cells their words; no machine paths outside code, no stderr
+# progress bar, no stray object repr.
+READABLE = r"""(async (minCodeChars, machinePaths) => {
+  document.body.getBoundingClientRect();     // the layout for this window size, then the end of the transitions it started
+  await Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => null)));
+  const out = [], vw = document.documentElement.clientWidth, art = document.querySelector('article');
+  if (!art) return ['no article'];
+  const desc = e => e.tagName.toLowerCase() + ' "' + (e.innerText || e.getAttribute('src') || e.getAttribute('alt') || '').trim().replace(/\s+/g, ' ').slice(0, 60) + '"';
+  const scrolls = s => ['auto', 'scroll'].includes(s.overflowX);
+  for (const e of art.querySelectorAll('table, pre, img, svg, .jp-OutputArea-output')) {
+    if (e.closest('button, .md-icon, .headerlink, .md-clipboard') || (e.tagName == 'svg' && e.parentElement.closest('svg'))) continue;
+    const b = e.getBoundingClientRect(), st = getComputedStyle(e);
+    if (b.width == 0 && b.height == 0) continue;
+    let right = b.right;
+    if (!['IMG', 'svg'].includes(e.tagName) && e.scrollWidth > e.clientWidth + 1) {
+      if (scrolls(st)) continue;
+      if (st.overflowX != 'visible') { out.push(`clipped: ${e.scrollWidth}px of content in a ${e.clientWidth}px box: ${desc(e)}`); continue; }
+      right = Math.max(right, b.left + e.scrollWidth);
+    }
+    let a = e.parentElement, bad = null, boxed = false;
+    while (a && a !== document.documentElement) {
+      const s = getComputedStyle(a);
+      if (scrolls(s)) { boxed = true; break; }
+      if (s.overflowX != 'visible') { const r = a.getBoundingClientRect();
+        if (right > r.right + 1 || b.left < r.left - 1) { bad = a; break; } }
+      a = a.parentElement;
+    }
+    if (bad) out.push(`clipped by ${bad.tagName.toLowerCase()}.${String(bad.className).split(' ')[0]}: ${Math.round(right - b.left)}px wide: ${desc(e)}`);
+    else if (!boxed && (right > vw + 1 || b.left < -1)) out.push(`wider than the ${vw}px window, and nothing scrolls it: ${desc(e)}`);
+  }
+  if (document.documentElement.scrollWidth > vw + 1) out.push(`the page scrolls sideways: ${document.documentElement.scrollWidth}px in a ${vw}px window`);
+  for (const p of art.querySelectorAll('pre')) {
+    const s = getComputedStyle(p);
+    if (s.whiteSpace != 'pre' || ['break-all', 'break-word'].includes(s.wordBreak)) { out.push(`wraps its lines (${s.whiteSpace}, ${s.wordBreak}): ${desc(p)}`); break; }
+  }
+  for (const c of art.querySelectorAll('td code, th code'))
+    if (c.getClientRects().length > 1) { out.push(`code split over ${c.getClientRects().length} lines in a table cell: ${desc(c)}`); break; }
+  for (const c of art.querySelectorAll('td, th')) {
+    const s = getComputedStyle(c);
+    if (['break-all', 'break-word'].includes(s.wordBreak) || s.overflowWrap == 'anywhere') { out.push(`breaks words (${s.wordBreak}): ${desc(c)}`); break; }
+  }
+  for (const o of art.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]'))
+    if (/\d+%\|[^|\n]*\||\d+\/\d+ \[\d+:\d+/.test(o.innerText)) out.push(`a progress bar saved into the page: ${desc(o)}`);
+  if (art.querySelector('.jp-OutputArea-output progress')) out.push('a progress bar saved into the page');
+  let text = '';
+  const walk = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) if (!walk.currentNode.parentElement.closest('.jp-InputArea-editor')) text += walk.currentNode.data + '\n';
+  const path = text.match(new RegExp('.{0,40}(' + machinePaths + ').{0,40}'));
+  if (path) out.push(`a path of the machine that ran it: ${path[0]}`);
+  const repr = text.match(/.{0,30}(<[\w.]+ object at 0x[0-9a-f]+>|<Figure size \d+x\d+ with|<matplotlib\.[\w.]+ at 0x).{0,20}/);
+  if (repr) out.push(`stray output: ${repr[0]}`);
+  if (minCodeChars) {
+    const code = art.querySelector('pre code, pre') || art;
+    const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(code).font;
+    const fits = Math.floor(art.clientWidth / ctx.measureText('0123456789').width * 10);
+    if (fits < minCodeChars) out.push(`the content column holds ${fits} characters of code, under ${minCodeChars}`);
+  }
+  return out;
+})"""
+
+MACHINE_PATHS = '|'.join(re.escape(p) for p in ('/tmp/', '/root/', '/home/', '/.venv', '.venv/lib', str(ROOT) + '/'))
+
+def readable(browser, minimum=0):
+    "What the open page hides from a reader at the browser's window size ([] when everything is readable)"
+    return browser.js(f'{READABLE}({minimum}, {json.dumps(MACHINE_PATHS)})')
+
+def expected_buttons(page):
+    "The notebook the page's Open in Kaggle / Colab buttons must open ('' for none): its own when it starts with the install cell"
+    nb = published().get(page)
+    if nb is None: return ''
+    if install_cell.has_install_cell(json.loads(nb.read_text())): return nb.relative_to(ROOT).as_posix()
+    return f'nbs/{docs_build.HOME_OPENS}' if page == 'index.html' else ''
 
 def test_links_between_pages_resolve(site):
     "Every relative link of every page (notebooks link each other as NN_name.ipynb) points at a file of the site, and its #anchor at an id on that page"
@@ -210,16 +312,28 @@ def test_links_between_pages_resolve(site):
     assert not broken, f'{len(broken)} broken links: {broken[:20]}'
 
 def test_nav_shows_the_project(site, server, browser):
+    "The navigation follows the folders of nbs/: Start, Lessons, Tutorials, the Library with a part per folder, Performance; every notebook is in it"
+    browser.viewport(*WIDE)
     problems = browser.problems(browser.open(server + 'index.html'))
     assert not problems, problems
     nav = browser.js("Array.from(document.querySelectorAll('.md-nav--primary > .md-nav__list > .md-nav__item'))"
                      ".map(li => li.querySelector('label, a').innerText.trim())")
-    want = ['Start', 'Lessons', 'Library'] + (['Tutorials'] if list((ROOT / 'nbs' / 'tutorials').glob('*.ipynb')) else []) + ['Performance']
+    sections = {docs_build.section(nb)[0] for nb in published().values()}
+    want = ['Start'] + [s for s in ('Lessons', 'Tutorials', 'Library') if s in sections] + ['Performance']
     assert nav == want, f'top-level navigation {nav}, expected {want}'
+    folders = sorted({f for nb in published().values() if (f := docs_build.section(nb)[1])},
+                     key=lambda f: (docs_build.LIBRARY_FOLDERS + (f,)).index(f))
+    parts = browser.js("""(() => { const label = li => li.querySelector('label, a').innerText.trim();
+        const lib = Array.from(document.querySelectorAll('.md-nav--primary > .md-nav__list > .md-nav__item')).find(li => label(li) == 'Library');
+        return Array.from(lib.querySelectorAll(':scope > nav > ul > li.md-nav__item--nested')).map(label); })()""")
+    assert parts == [f.replace('_', ' ').capitalize() for f in folders], f'the Library has parts {parts}, expected one per folder of nbs/: {folders}'
     links = browser.js("Array.from(document.querySelectorAll('.md-nav--primary a.md-nav__link')).map(a => a.getAttribute('href'))")
-    for nb in (ROOT / 'nbs').glob('[0-9]*.ipynb'):
-        assert any(l and l.endswith(re.sub(r'^\d+[a-z]?_', '', nb.stem) + '.html') for l in links), f'{nb.name} is not in the navigation'
-    assert 'Open in Colab' in browser.js('document.body.innerText')
+    for page, nb in published().items():
+        assert any(l and l.split('#')[0].endswith(page) for l in links), f'{nb.relative_to(ROOT)} ({page}) is not in the navigation'
+    for page in ('install.html', 'layout.html', 'contributing.html', 'performance.html'):
+        assert any(l and l.endswith(page) for l in links), f'{page} is not in the navigation'
+    text = browser.js('document.body.innerText')
+    assert 'Open the first tutorial in Colab' in text, 'the home page has no button to the first tutorial'
     browser.screenshot(ART / 'docs_home.png')
     # search works offline: the index and the worker come from the site
     browser.js("document.querySelector('.md-search__input').focus()")
@@ -229,24 +343,51 @@ def test_nav_shows_the_project(site, server, browser):
     assert not browser.problems(browser.events), browser.problems(browser.events)
 
 def test_every_page_loads_clean(site, server, browser):
-    ps = pages()
+    "Every page loads without an error, has its buttons only where its notebook runs on Kaggle and Colab, an API entry for every name in its module's `__all__`, and is readable at 1280x800 and 390x844"
+    ps, api = pages(), module_pages()
     assert len(ps) >= 5, ps
-    bad = {}
-    for p in ps:
+    bad = {page: ['named in tpututor/_modidx.py, and not built'] for page in api if page not in ps}
+    browser.viewport(*WIDE)
+    for i, p in enumerate(ps):          # each page is laid out once per window size: the next page opens in the size the last one ended in
+        sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)
         problems = browser.problems(browser.open(server + p))
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
-        if p.endswith('.html') and p not in ('performance.html', 'install.html'):
-            for cls, what, url in (('tt-colab', 'Colab', 'colab.research.google.com/github/'), ('tt-kaggle', 'Kaggle', 'kaggle.com/kernels/welcome?src=https://github.com/')):
-                badge = browser.js(f"Array.from(document.querySelectorAll('a.{cls}')).map(a => a.href)")
-                if len(badge) != 1 or url not in badge[0]: problems.append(f'not one Open in {what} badge: {badge}'); continue
-                same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
-                if same != 1: problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
-        clipped = browser.js("""Array.from(document.querySelectorAll('article .jp-OutputArea-output, article table')).filter(e =>
-            e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX)).length""")
-        if clipped: problems.append(f'{clipped} output(s) or table(s) wider than the page that do not scroll (clipped at 1280 px)')
+        opens = expected_buttons(p)
+        for cls, what, url in (('tt-colab', 'Colab', 'https://colab.research.google.com/github/'),
+                               ('tt-kaggle', 'Kaggle', 'https://kaggle.com/kernels/welcome?src=https://github.com/')):
+            badge = browser.js(f"Array.from(document.querySelectorAll('a.{cls}')).map(a => a.href)")
+            if not opens:
+                if badge: problems.append(f'Open in {what} on a page whose notebook does not start with the install cell: {badge}')
+                continue
+            if len(badge) != 1 or not (badge[0].startswith(url) and badge[0].endswith('/' + opens)):
+                problems.append(f'not one Open in {what} button for {opens}: {badge}'); continue
+            same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
+            if same != 1 and p != 'index.html': problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
+        if p in api:
+            heads = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('article h2, article h3, article h4'))"
+                               ".map(h => [h.id, h.innerText.replace(/¶$/, '').trim()]))")
+            missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names
+                       if not any(text == n and hid.startswith(n.lower()) for hid, text in heads.items())]
+            if missing: problems.append(f'no API entry (a heading with the name and nbdev\'s anchor) for {missing}')
+        for k, size in enumerate(sizes):
+            if k: browser.viewport(*size)
+            problems += [f'at {size[0]} px: {x}' for x in readable(browser, CODE_CHARS if size == WIDE else 0)]
         if problems: bad[p] = problems
+    browser.viewport(*WIDE)
     assert not bad, json.dumps(bad, indent=1)
+
+def test_readable_finds_what_a_reader_cannot_read(server, browser):
+    "The readability check itself: a clipped table, a wrapped log line, a temporary path and a page scrolling sideways are each found"
+    browser.viewport(*WIDE)
+    browser.open(server + 'contributing.html', settle=0.3)
+    assert readable(browser) == [], readable(browser)
+    browser.js("""(() => { const a = document.querySelector('article');
+        a.insertAdjacentHTML('beforeend', '<div style="overflow: hidden; width: 200px"><img src="layout.svg" style="width: 400px; max-width: none"></div>'
+          + '<pre style="white-space: pre-wrap">run 1: /tmp/tmpab12cd34/log</pre><img src="layout.svg" style="width: 3000px; max-width: none">'); })()""")
+    found = '\n'.join(readable(browser))
+    for what in ('clipped by div', 'wraps its lines', 'a path of the machine', 'the page scrolls sideways'):
+        assert what in found, f'{what!r} not found in:\n{found}'
 
 def test_install_page(site, server, browser):
     "The install page carries the latest `./run.sh compat` table: Kaggle's image versions and a result per notebook"
@@ -257,23 +398,14 @@ def test_install_page(site, server, browser):
     assert f"torch_xla\t{res['versions']['torch_xla']}" in text, 'the versions table is not on the page'
     for r in res['rows']: assert r['what'] in text, f"{r['what']} is missing from the install page"
 
-def test_api_entries(site, server, browser):
-    "Every name in each module's `__all__` has an entry (a heading with that name and nbdev's anchor) on its page"
-    missing = {}
-    for page, mods in module_pages().items():
-        assert (SITE / page).exists(), f'{page} (named in tpututor/_modidx.py) was not built'
-        browser.open(server + page, settle=0.3)
-        heads = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('article h2, article h3, article h4'))"
-                           ".map(h => [h.id, h.innerText.replace(/¶$/, '').trim()]))")
-        for mod, names in mods.items():
-            for n in names:
-                if not any(text == n and hid.startswith(n.lower()) for hid, text in heads.items()):
-                    missing.setdefault(page, []).append(f'{mod}.{n}')
-    assert not missing, f'API entries missing: {missing}'
+def widget_page():
+    "The page of the bfloat16 lesson that holds the explorer widget"
+    return next(page for page, nb in published().items() if docs_build.section(nb)[0] == 'Lessons' and 'bf16' in nb.stem
+                and 'application/vnd.jupyter.widget-view+json' in nb.read_text())
 
 def test_math_and_widget(site, server, browser):
     "The bfloat16 lesson: MathJax renders its formulas and the explorer widget renders from its stored state"
-    problems = browser.problems(browser.open(server + 'bf16.html'))
+    problems = browser.problems(browser.open(server + widget_page()))
     assert browser.wait_for("document.querySelectorAll('mjx-container').length > 0", 20), 'no formula rendered by MathJax'
     assert browser.wait_for("document.querySelector('.widget-vbox .widget-html-content table') !== null", 20), \
         'the explorer widget did not render (no widget table)'
@@ -288,12 +420,12 @@ def test_math_and_widget(site, server, browser):
     problems += browser.problems(browser.events)
     assert not problems, problems
 
-LESSON_PAGES = ['tpu.html', 'bf16.html', 'xla.html', 'frameworks.html', 'jax.html']
-
 def test_lessons_show_pictures_and_fold_answers(site, server, browser):
     "The lesson pages carry at least ten rendered figures, animations or widgets, and every exercise's answer is folded"
     count, folded = {}, {}
-    for page in LESSON_PAGES:
+    lessons = section_pages('Lessons')
+    assert len(lessons) >= 5, lessons
+    for page in lessons:
         problems = browser.problems(browser.open(server + page))
         assert not problems, (page, problems)
         browser.wait_for("document.querySelectorAll('.widget-html-content').length > 0 || true", 5)
@@ -307,10 +439,127 @@ def test_lessons_show_pictures_and_fold_answers(site, server, browser):
             return imgs.length + anims.length + widgets.length; })()""")
         folded[page] = browser.js("Array.from(document.querySelectorAll('article details')).filter(d => !d.open && "
                                   "d.querySelector('summary') && d.querySelector('summary').innerText.includes('Answer')).length")
-    assert sum(count.values()) >= 10 and all(count.values()), f'figures, animations and widgets per lesson page: {count}'
+    assert sum(count.values()) >= 10, f'figures, animations and widgets per lesson page: {count}'
     assert all(n >= 2 for n in folded.values()), f'folded answers per lesson page: {folded}'
-    browser.open(server + 'tpu.html')
-    assert browser.wait_for("document.querySelector('article .animation img') !== null", 10), 'the systolic animation did not render'
+    browser.open(server + lessons[0])
+    assert browser.wait_for("document.querySelector('article .animation img') !== null", 10), f'the systolic animation did not render on {lessons[0]}'
+
+def test_layout_page(site, server, browser):
+    "How the code is laid out: the picture of the real imports, readable at 1280 px; every module with its line; the layer rules and the data flow"
+    browser.viewport(*WIDE)
+    problems = browser.problems(browser.open(server + 'layout.html'))
+    assert not problems, problems
+    img = browser.js("(() => { const i = document.querySelector('article img.tt-layout'); "
+                     "return i && [i.naturalWidth, i.getBoundingClientRect().width]; })()")
+    assert img and img[0] > 600 and img[1] >= 900, f'the layout picture is missing or shown smaller than 900 px at 1280: {img}'
+    text = browser.js("document.querySelector('article').innerText")
+    mods = layout.read_package(ROOT / 'tpututor')
+    missing = [p for p in mods if p not in text]
+    assert not missing, f'modules missing from the layout page: {missing}'
+    for step in layout.load_rules()['flow']: assert step['step'] in text, f"the data flow step {step['step']!r} is not on the page"
+    for l in layout.load_rules()['layer']: assert l['name'] in text, f"the layer {l['name']!r} is not on the page"
+    svg = (SITE / 'layout.svg').read_text()
+    drawn = sum(len(m.imports) for m in mods.values())
+    assert f'{len(mods)} modules, {drawn} imports' in svg, 'the picture was not drawn from the imports of this source'
+
+def test_performance_lists_every_tutorial(site, server, browser):
+    "The Performance page's tutorials table names every tutorial, and its reproduce commands show whole"
+    browser.viewport(*WIDE)
+    assert not browser.problems(browser.open(server + 'performance.html'))
+    rows = browser.js("Array.from(document.querySelectorAll('article table')).filter(t => t.querySelector('th') && "
+                      "t.querySelector('th').innerText.trim() == 'tutorial').flatMap(t => Array.from(t.querySelectorAll('tbody tr'))"
+                      ".map(r => r.querySelector('td').innerText.trim()))")
+    want = [f'tutorials/{nb.name}' for nb in sorted((ROOT / 'nbs' / 'tutorials').glob('*.ipynb'))]
+    assert sorted(rows) == want, f'tutorials table rows {rows}, expected every tutorial {want}'
+    cmds = browser.js("Array.from(document.querySelectorAll('article td code')).filter(c => c.innerText.startsWith('./run.sh') || "
+                      "c.innerText.startsWith('python ')).map(c => [c.innerText, c.getClientRects().length])")
+    assert cmds and all(n == 1 for _, n in cmds), f'reproduce commands split over lines: {[c for c in cmds if c[1] != 1][:5]}'
+
+# ---------------------------------------------------------------- without the site: the navigation, the install cell and the layout rules
+def test_navigation_follows_the_folders(tmp_path, monkeypatch):
+    "Pages at nbdev's paths; sections from the folders of nbs/ (a later folder becomes a part of the Library), the flat layout's lessons by number; two notebooks on one page stop the build"
+    nbs = tmp_path / 'nbs'
+    for f in ('index', '01_data', '00_tpu', 'lessons/00a_devices', 'tutorials/01_keras_kfold', 'models/00_hub', 'backends/02_keras',
+              'backends/00_base', 'explanations/00_why', '_drafts/01_x', '.ipynb_checkpoints/01_data-checkpoint', '_skip'):
+        (nbs / f'{f}.ipynb').parent.mkdir(parents=True, exist_ok=True); (nbs / f'{f}.ipynb').write_text('{}')
+    monkeypatch.setattr(docs_build, 'NBS', nbs); monkeypatch.setattr(docs_build, 'ROOT', tmp_path)
+    found = [nb.relative_to(nbs).as_posix() for nb in docs_build.notebooks()]
+    assert found == ['00_tpu.ipynb', '01_data.ipynb', 'backends/00_base.ipynb', 'backends/02_keras.ipynb', 'explanations/00_why.ipynb',
+                     'index.ipynb', 'lessons/00a_devices.ipynb', 'models/00_hub.ipynb', 'tutorials/01_keras_kfold.ipynb'], found
+    assert docs_build.page_of('backends/02_keras.ipynb') == 'backends/keras.html' and docs_build.page_of('lessons/00a_devices.ipynb') == 'lessons/devices.html'
+    sec = {nb.relative_to(nbs).as_posix(): docs_build.section(nb) for nb in docs_build.notebooks()}
+    assert sec['00_tpu.ipynb'] == ('Library', None), 'with nbs/lessons/, a numbered notebook at the top is the library'
+    assert sec['lessons/00a_devices.ipynb'] == ('Lessons', None) and sec['tutorials/01_keras_kfold.ipynb'] == ('Tutorials', None)
+    assert sec['backends/02_keras.ipynb'] == ('Library', 'backends') and sec['explanations/00_why.ipynb'] == ('Library', 'explanations')
+    done = {nb: (None, dict(page=docs_build.page_of(nb.relative_to(nbs)).removesuffix('.html') + '.ipynb', title=nb.stem,
+                            module=f'tpututor.{nb.stem.split("_", 1)[1]}' if 'index' not in nb.stem else None))
+            for nb in docs_build.notebooks()}
+    nav = docs_build.navigation(done)
+    assert [next(iter(d)) for d in nav] == ['Start', 'Lessons', 'Tutorials', 'Library', 'Performance'], nav
+    library = nav[3]['Library']
+    assert [next(iter(d)) for d in library] == ['tpu: 00_tpu', 'data: 01_data', 'Models', 'Backends', 'Explanations'], library
+    assert library[3]['Backends'] == [{'base: 00_base': 'backends/base.ipynb'}, {'keras: 02_keras': 'backends/keras.ipynb'}]
+    assert [next(iter(d.values())) for d in nav[0]['Start']] == ['index.ipynb', 'install.md', 'layout.md', 'contributing.md']
+    (nbs / 'lessons' / '00a_devices.ipynb').rename(nbs / 'lessons' / '01_devices.ipynb')
+    (nbs / 'lessons' / '00_devices.ipynb').write_text('{}')
+    clash = {nb: (None, dict(page=docs_build.page_of(nb.relative_to(nbs)).removesuffix('.html') + '.ipynb', title='t'))
+             for nb in docs_build.notebooks()}
+    with pytest.raises(SystemExit, match='lessons/00_devices.ipynb and .*lessons/01_devices.ipynb would both be lessons/devices.ipynb'):
+        docs_build.navigation(clash)
+    for d in ('lessons', 'tutorials', 'models', 'backends', 'explanations'): shutil.rmtree(nbs / d)
+    assert docs_build.section(nbs / '00_tpu.ipynb') == ('Lessons', None) and docs_build.section(nbs / '07_config.ipynb') == ('Library', None), \
+        'the flat layout: notebooks numbered below 04 are the lessons'
+
+def test_install_cells_are_one_text():
+    "Every notebook's install cell is the canonical text (tools/docs/install_cell.py), every tutorial starts with one, and the module it imports has `install_missing`"
+    problems = install_cell.check_all()
+    assert not problems, '\n\n'.join(problems)
+    for nb in sorted((ROOT / 'nbs' / 'tutorials').glob('*.ipynb')):
+        assert install_cell.has_install_cell(json.loads(nb.read_text())), f'{nb.name} does not start with the install cell'
+    assert install_cell.install_module(), 'no module of tpututor defines install_missing, which the install cell calls'
+
+def test_install_cell_check_finds_a_changed_copy(tmp_path):
+    "A copy that differs from the canonical text, or that runs after other code, is named; the canonical copy passes"
+    def nb(*cells):
+        p = tmp_path / f'nb{len(list(tmp_path.iterdir()))}.ipynb'
+        p.write_text(json.dumps({'cells': [{'cell_type': 'code', 'source': c, 'metadata': {}, 'outputs': []} for c in cells]}))
+        return p
+    good = install_cell.install_cell('keras')
+    assert good.splitlines()[0].startswith(install_cell.MARKER) and good.endswith("install_missing('keras')")
+    assert install_cell.check_notebook(nb('#| default_exp x', good, 'import numpy')) == []
+    assert install_cell.has_install_cell(json.loads(nb('#| default_exp x', good).read_text()))
+    changed = install_cell.check_notebook(nb(good.replace("'-q'", "'-qq'")))
+    assert len(changed) == 1 and 'differs from the canonical text' in changed[0] and "-qq" in changed[0], changed
+    late = install_cell.check_notebook(nb('import numpy', good))
+    assert any('make it the first code cell' in p for p in late), late
+    assert not install_cell.has_install_cell(json.loads(nb('import numpy', good).read_text()))
+    assert 'unknown framework' in install_cell.check_notebook(nb(good.replace("'keras')", "'jax')")))[0]
+    assert install_cell.check_notebook(nb('import numpy')) == []          # no install cell: nothing to check, no buttons
+
+def test_code_follows_its_layout_rules():
+    "tpututor's imports follow tools/docs/layout.toml: every module in one layer, no import up a layer, no backend importing another, no circle"
+    problems = layout.check(layout.read_package(ROOT / 'tpututor'), layout.load_rules())
+    assert not problems, '\n'.join(problems)
+
+def test_layout_check_finds_breaks(tmp_path):
+    "On a small package: an import up a layer, one backend importing another, a circle and a module in no layer are each named; the registry and the shared base pass"
+    pkg = tmp_path / 'tpututor'
+    files = {'__init__.py': '', 'data.py': 'from .rundir import x', 'rundir.py': 'def f():\n    from .data import y',
+             'config.py': 'from .backends.base import Backend', 'kfold.py': 'from .lessons import tpu',
+             'backends/__init__.py': 'def get(k):\n    from . import keras, torch', 'backends/base.py': '',
+             'backends/keras.py': 'from .base import Backend\nfrom .torch import fit', 'backends/torch.py': 'from .base import Backend',
+             'lessons/__init__.py': '', 'lessons/tpu.py': 'from tpututor.kfold import run', 'extra.py': ''}
+    for name, src in files.items(): (pkg / name).parent.mkdir(parents=True, exist_ok=True); (pkg / name).write_text(src)
+    mods = layout.read_package(pkg)
+    assert mods['backends/__init__.py'].imports.keys() == {'backends/keras.py', 'backends/torch.py'}
+    found = '\n'.join(layout.check(mods, layout.load_rules()))
+    for what in ("config.py:1 imports backends/base.py: layer 'config' may not import layer 'backends'",
+                 "kfold.py:1 imports lessons/tpu.py", 'backends/keras.py:2 imports backends/torch.py: a backend never imports another',
+                 'circle: data.py, rundir.py', 'extra.py is in no layer'):
+        assert what in found, f'{what!r} not found in:\n{found}'
+    assert 'backends/__init__.py:' not in found and 'imports backends/base.py: a backend' not in found, found
+    layout.draw(mods, layout.load_rules(), tmp_path / 'layout.svg')
+    assert '12 modules, 10 imports' in (tmp_path / 'layout.svg').read_text()
 
 def test_pages_workflow_parses():
     "The GitHub Pages workflow (it cannot run here): valid YAML that builds with ./run.sh docs and uploads docs/"

@@ -17,7 +17,7 @@ BENCHED = ['tutorials/01_keras_kfold.ipynb', 'tutorials/02_tf_siamese.ipynb', 't
 # Their small CPU setting fine-tunes the pretrained MiniLM for minutes: heavy evidence, run by bench/bench_tutorials.py
 # (`./run.sh bench tutorials`, which saves the outputs the docs show); tests/test_project.py fails when that record is stale.
 # The LLM classifier's small setting trains a tiny random decoder: the suite runs it as a notebook.
-REHEARSED = BENCHED + ['tutorials/05_llm_classifier.ipynb']
+REHEARSED = BENCHED + ['tutorials/05_llm_classifier.ipynb', 'tutorials/06_blend_submit.ipynb']
 
 def notebooks():
     return sorted(p for p in NBS.rglob('*.ipynb') if str(p.relative_to(NBS)) not in BENCHED

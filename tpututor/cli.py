@@ -14,7 +14,7 @@ from .config import TrainConfig, PRECISIONS, check_run
 from .tasks import TASKS, get_task
 from .backends.base import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
-from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds, COMPILE_KEYS
+from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds, COMPILE_KEYS, text_keys
 from .encoding import encode
 from .meter import mfu_text
 from .devices.ops import compile_cache_dir, compile_cache_report, clear_compile_cache
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 __all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'SPEED_DEFAULTS', 'USER_ERRORS', 'speed_defaults', 'config_options', 'config_of',
            'parser', 'pick_backend', 'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data',
            'write_predictions', 'device_class', 'start_backend', 'load_data', 'Job', 'read_job', 'fit_batch',
-           'held_out', 'summarize', 'train', 'compile_summary', 'print_summary', 'predict', 'main', 'cache', 'plan']
+           'held_out', 'summarize', 'train', 'compile_summary', 'leak_line', 'print_summary', 'predict', 'blend',
+           'main', 'cache', 'plan']
 
 # %% ../nbs/11_cli.ipynb #4008c66a
 DEFAULT_BACKEND = 'auto'   # `pick_backend`: the backend of the which-backend table for this machine
@@ -109,7 +110,8 @@ def _data_options(t):
     g.add_argument('--test-text', nargs='+', metavar='COL', help='text column(s) of the test CSV (default: --text; ranking: the first --text column)')
     g.add_argument('--id', default='id', help='id column of the test CSV, copied to the predictions (row number if absent) (default: id)')
     g.add_argument('--sample-submission', metavar='CSV', help="a competition's sample submission: submission.csv is written in its shape")
-    g.add_argument('--group', metavar='COL', help='column whose values must stay in one fold (e.g. a movie or question id)')
+    g.add_argument('--group', metavar='COL', help="column whose values must stay in one fold (e.g. a movie or question id); "
+                   "'text' (when no column has that name): rows with the same text (or pair) share a fold")
     g.add_argument('--rows', type=int, help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
 
 # %% ../nbs/11_cli.ipynb #776ccb9c
@@ -145,14 +147,36 @@ def _train_parser(sub):
 # %% ../nbs/11_cli.ipynb #b7b1bbc3
 def _predict_parser(sub):
     "`tpututor predict`: its options"
-    pr = sub.add_parser('predict', help="predict a CSV with a finished run's folds")
-    pr.add_argument('--run', required=True, help='run directory written by tpututor train')
+    pr = sub.add_parser('predict', help="predict a CSV with a finished run's folds, from the run directory alone",
+        description="Every fold's saved model on a CSV, averaged, in the run's label names. The run directory is all it reads: "
+                    "the model's config and tokenizer are kept in RUN/model, so it works offline after the training model folder is gone "
+                    "(a Kaggle submission notebook with the internet off), on this machine's devices.")
+    pr.add_argument('--run', required=True, nargs='+', metavar='RUN', help='run directory written by tpututor train; several, with --weights, for a blend')
+    pr.add_argument('--weights', metavar='BLEND_JSON', help="a blend's blend.json (tpututor blend): the runs' predictions averaged with its weights")
     pr.add_argument('--test', required=True, help='CSV to predict')
     pr.add_argument('--test-text', nargs='+', metavar='COL', help="text column(s) (default: the run's --text)")
     pr.add_argument('--id', default='id', help='id column copied to the output (row number if absent) (default: id)')
     pr.add_argument('--sample-submission', metavar='CSV', help="sample submission whose columns shape the output")
-    pr.add_argument('--output', help='CSV to write (default: RUN/predict.csv)')
+    pr.add_argument('--output', help='CSV to write (default: RUN/predict.csv; with --weights, predict.csv beside the blend.json)')
+    pr.add_argument('--base', metavar='DIR', help="a LoRA run's base checkpoint folder (the run keeps only adapters and head; its hash is checked)")
+    pr.add_argument('--precision', choices=['auto', 'fp32', 'bf16', 'fp16'], default='auto',
+                    help='auto: bf16 on a TPU or a GPU with bf16, fp16 on a GPU without (T4), fp32 on a CPU (default: auto)')
+    pr.add_argument('--batch-size', type=int, metavar='N', help="rows per device at prediction (default: the run's prediction batch)")
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
+
+# %% ../nbs/11_cli.ipynb #b38f44ce
+def _blend_parser(sub):
+    "`tpututor blend`: its options"
+    b = sub.add_parser('blend', help='blend finished runs on their out-of-fold predictions',
+        description="Runs trained on the same rows and folds (other models, lengths, seeds, backends), blended with non-negative "
+                    "weights summing to 1 that minimise the task's loss of the weighted average of their out-of-fold predictions. "
+                    "The blend's out-of-fold score comes from weights fitted on the other folds; where it is below the best run's, the "
+                    "blend is that run. Writes predictions.csv (and submission.csv), blend.json and summary.json to --out.")
+    b.add_argument('runs', nargs='+', metavar='RUN', help='run directories written by tpututor train (or run_kfold)')
+    b.add_argument('--out', required=True, help='folder to write the blend to')
+    b.add_argument('--sample-submission', metavar='CSV', help="a competition's sample submission: submission.csv is written in its shape")
+    b.add_argument('--other-texts', action='store_true', help='blend runs that read other texts of the same rows (another column, cleaned text)')
+    b.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../nbs/11_cli.ipynb #d2e16561
 def _cache_parser(sub):
@@ -189,7 +213,7 @@ def parser()->argparse.ArgumentParser:
     "The `tpututor` command's argument parser"
     p = argparse.ArgumentParser(prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
     sub = p.add_subparsers(dest='command', required=True)
-    for add in (_train_parser, _predict_parser, _cache_parser, _plan_parser): add(sub)
+    for add in (_train_parser, _predict_parser, _blend_parser, _cache_parser, _plan_parser): add(sub)
     return p
 
 # %% ../nbs/11_cli.ipynb #d7c54f9a
@@ -277,6 +301,9 @@ def _inputs(tok, cols, cfg):
     if cfg.pair: return (encode(tok, cols[0], max_len=cfg.max_len), encode(tok, cols[1], max_len=cfg.max_len))
     return encode(tok, cols[0], cols[1], max_len=cfg.max_len)
 
+# %% ../nbs/11_cli.ipynb #ad3f5cbf
+def _as_texts(cols:list): return cols[0] if len(cols) == 1 else tuple(cols)   # one text column, or a pair, as `run_kfold` takes texts
+
 # %% ../nbs/11_cli.ipynb #71b1cedf
 def _ids(df, id_col): return df[id_col].tolist() if id_col in df.columns else list(range(len(df)))
 
@@ -360,14 +387,16 @@ def read_job(args)->Job:
     "The run `args` asks for, read and checked: columns, texts, labels, the config, folds, the model and the backend's options"
     df, test_df, name, embedded = load_data(args)
     spec, where = get_task(args.task or TrainConfig.task), args.data or 'default'
-    need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group else []), where)
+    by_text = args.group == 'text' and 'text' not in df.columns   # --group text: the texts themselves
+    need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group and not by_text else []), where)
     if spec.pair and len(args.text) != 2: raise ValueError(f"task {spec.name} needs two --text columns ({'more less' if spec.name == 'ranking' else 'question answer'})")
     y, names = labels_of(df, args.label, spec.name, where)
     n_out = len(names) if spec.targets == 'classes' else 1 if spec.targets is None else len(args.label)
     cli = {'text': args.text, 'label': args.label, 'classes': names, 'backend': args.backend,
            'test_text': args.test_text or (args.text[:1] if spec.name == 'ranking' else args.text)}
-    job = Job(args, df, test_df, name, config_of(args, n_out, embedded), texts_of(df, args.text, where), y, cli,
-              groups=df[args.group].to_numpy() if args.group else None)
+    texts = texts_of(df, args.text, where)
+    job = Job(args, df, test_df, name, config_of(args, n_out, embedded), texts, y, cli,
+              groups=text_keys(texts=_as_texts(texts)) if by_text else df[args.group].to_numpy() if args.group else None)
     if test_df is not None:
         need_columns(test_df, cli['test_text'], args.test or 'default', '--test')
         job.test_texts = texts_of(test_df, cli['test_text'], args.test or 'default', '--test')
@@ -418,6 +447,7 @@ def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what su
     s = {'data': job.data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
          'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
     if any('compiles' in f for f in res.fold_scores): s['compiles'] = compile_summary(res.fold_scores)
+    if res.leak: s['leak'] = {k: v for k, v in res.leak.items() if k != 'leaked'}   # texts in more than one fold: the score it inflates
     if res.test is not None:
         s['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, job.test_df, job.cli, args.id))]
         if job.sample is not None: s['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, job.test_df, job.cli, args.id, job.sample)))
@@ -442,7 +472,9 @@ def train(args)->dict:
     tok = load_tokenizer(cfg.model)
     test_in = _inputs(tok, job.test_texts, cfg) if job.test_texts else None
     res = run_kfold(backend, cfg, _inputs(tok, job.texts, cfg), job.y, test=test_in, folds=args.folds, fold_kind=args.fold_kind,
-                    groups=job.groups, out=args.out, overwrite=args.overwrite)
+                    groups=job.groups, out=args.out, overwrite=args.overwrite, texts=_as_texts(job.texts),
+                    test_texts=_as_texts(job.test_texts) if job.test_texts else None, classes=job.cli['classes'],
+                    ids=job.df[args.id].tolist() if args.id in job.df.columns else None)
     if res is None:   # another host of a multi-host run: process 0 writes the results
         print(f"process {args.process_id}: done; process 0 wrote {args.out}")
         return {}
@@ -455,6 +487,13 @@ def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_
     return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'), first_cache_hits=first.get('cache_hits'),
                 after_first_fold=sum(f.get('compiles') or 0 for f in rest), after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
 
+# %% ../nbs/11_cli.ipynb #7b9ede02
+def leak_line(leak:dict, key:str)->str:
+    "The summary's line about rows whose text is also in another fold"
+    clean = leak.get('oof_without_leaked', {}).get(key)
+    return (f"leak: {leak['rows']:,} rows ({leak['share']:.1%}) share their text with a row in another fold"
+            + (f"; out-of-fold {key} of the other rows: {clean:.4f}" if clean is not None else '') + ": use --group text, or --group COLUMN")
+
 # %% ../nbs/11_cli.ipynb #63ced43e
 def print_summary(s:dict, task:str):
     "The table printed at the end of a run"
@@ -464,6 +503,7 @@ def print_summary(s:dict, task:str):
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
+    if 'leak' in s: print(leak_line(s['leak'], key))
     if 'held_out' in s: print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
     speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
     if len(speed):
@@ -480,30 +520,41 @@ def print_summary(s:dict, task:str):
 
 # %% ../nbs/11_cli.ipynb #60ecfe9b
 def predict(args)->pd.DataFrame:
-    "Run `tpututor predict`: every fold's saved model on a CSV, averaged, in the user's terms (or a sample submission's shape)"
-    run = Path(args.run)
-    if not (run/'run.json').exists(): raise ValueError(f"--run {run} is not a tpututor run directory (no run.json)")
-    meta, cli = read_json(run/'run.json'), read_json(run/'cli.json') if (run/'cli.json').exists() else {}
-    cfg = TrainConfig.from_dict(meta['config'])
-    folds = sorted(run.glob('fold*/done.json'))
-    if len(folds) < meta['folds']: raise ValueError(f"run {run} has {len(folds)} of {meta['folds']} folds finished; finish it with the same tpututor train command first")
+    "Run `tpututor predict`: every fold's saved model on a CSV, averaged (several runs: with a blend's weights), in the user's terms or a sample submission's shape"
+    from tpututor.kfold import predict_run, fold_weights
+    from tpututor.blend import predict_blend, blend_weights
+    runs = [Path(r) for r in args.run]
+    if len(runs) > 1 and not args.weights: raise ValueError(f"{len(runs)} runs given: predict one, or give --weights BLEND_JSON (tpututor blend) to blend them")
+    for r in runs: fold_weights(r)   # run directories, every fold finished: checked before the CSV is read
+    if args.weights: blend_weights(args.weights, runs)
+    run, cli = runs[0], read_json(runs[0]/'cli.json') if (runs[0]/'cli.json').exists() else {}
     df = read_csv(args.test, '--test')
     cols = args.test_text or cli.get('test_text') or ['text']
     need_columns(df, cols, args.test, '--test')
-    texts = texts_of(df, cols, args.test, '--test')
+    texts = _as_texts(texts_of(df, cols, args.test, '--test'))
     sample = read_csv(args.sample_submission, '--sample-submission') if args.sample_submission else None
-    from tpututor.encoding import load_tokenizer
-    data = _inputs(load_tokenizer(cfg.model), texts, cfg)
-    backend = get_backend(meta['backend'])
-    preds = []
-    for d in folds:
-        model = backend.load(cfg, d.parent/'weights.safetensors')
-        preds.append(backend.predict(cfg, model, data)); backend.free(model)
-    pred = np.mean(preds, axis=0)
-    dest = Path(args.output or run/'predict.csv')
-    write_predictions(dest, cfg.task, pred, df, {'label': ['label'], **cli}, args.id, sample)
-    print(f"{len(pred)} predictions from {len(folds)} folds written to {dest}")
+    rc = read_json(run/'run.json')['config']; task, n = rc['task'], rc['n_outputs']
+    if sample is not None: submission(np.full((1, n), 1 / n, np.float32), [0], sample, task, cli.get('classes'))   # does it fit? before any work
+    kw = dict(base=args.base, precision=args.precision, batch_size=args.batch_size)
+    pred = predict_blend(runs, args.weights, texts, **kw) if args.weights else predict_run(run, texts, **kw)
+    dest = Path(args.output or (Path(args.weights).parent if args.weights else run)/'predict.csv')
+    kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
+    write_predictions(dest, task, pred, df, {'label': ['label'], 'classes': kit.get('classes'), **cli}, args.id, sample)
+    print(f"{len(pred)} predictions from {len(runs)} run(s) written to {dest}")
     return pd.read_csv(dest)
+
+# %% ../nbs/11_cli.ipynb #f6b1d414
+def blend(args)->dict: # the blend's summary.json
+    "Run `tpututor blend`: check the runs, fit the weights, print each run's and the blend's out-of-fold metrics, write the blend"
+    from tpututor.blend import blend_runs, blend_table, read_run
+    sample = read_csv(args.sample_submission, '--sample-submission') if args.sample_submission else None
+    res = blend_runs(args.runs, args.out, sample, args.other_texts)
+    task = read_run(args.runs[0]).task
+    print(blend_table(task, [read_run(r) for r in args.runs], res).round(4).to_string())
+    if res.fallback: print(res.fallback)
+    s = read_json(Path(args.out)/'summary.json')
+    for p in s['written']: print(f"predictions: {p}")
+    return s
 
 # %% ../nbs/11_cli.ipynb #8a57767f
 USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError, ModuleNotFoundError, NotImplementedError, MemoryError)
@@ -515,6 +566,7 @@ def main(argv=None)->int:
         if args.command == 'train': train(args)
         elif args.command == 'cache': cache(args)
         elif args.command == 'plan': plan(args)
+        elif args.command == 'blend': blend(args)
         else: predict(args)
     except USER_ERRORS as e:
         if args.debug: raise

@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/kfold.html.md"""
 
 # %% ../nbs/10_kfold.ipynb #ed04d24c
 from __future__ import annotations
-import gc, hashlib, shutil, time
+import contextlib, gc, hashlib, json, shutil, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -20,9 +20,13 @@ from .rundir import (RunDirError, atomic_write, write_json, read_json, save_arra
                              open_run, log, fold_done, save_fold, load_fold)
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'MAIN_METRIC', 'COMPILE_KEYS', 'make_folds', 'score', 'fingerprint', 'memory_mb', 'KFoldResult',
-           'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold', 'fold_record',
-           'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run', 'predictions_table', 'submission']
+__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'WEIGHT_FILES', 'COMPILE_KEYS', 'FRAMEWORK_OF', 'NO_BF16', 'make_folds',
+           'text_keys', 'fold_leaks', 'leak_text', 'check_leaks', 'leak_score', 'quiet', 'run_meta', 'run_folds',
+           'score', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'checkpoint_files', 'checkpoint_hash',
+           'keep_model', 'keep_preset', 'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost',
+           'compile_text', 'train_fold', 'fold_record', 'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run',
+           'predictions_table', 'submission', 'predict_precision', 'attach_base', 'predict_config', 'encode_texts',
+           'fold_weights', 'predict_run']
 
 # %% ../nbs/10_kfold.ipynb #85c07b82
 FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')
@@ -63,6 +67,109 @@ def make_folds(
     for i, (_, valid) in enumerate(splits): fold[valid] = i
     return fold
 
+# %% ../nbs/10_kfold.ipynb #68933f76
+LEAK_SHARE = 0.01   # rows whose text is also in another fold, as a share of the training rows, above which a run warns
+
+def text_keys(
+    data:Inputs|None=None, # token arrays: an `Encoded` or a pair (used when `texts` is None)
+    texts=None,            # the texts: a list of strings, or a pair (two lists)
+)->np.ndarray:             # int64, one per row: equal for rows with equal text (both texts, for a pair)
+    "An integer per row naming its text, from the raw texts or else from the token rows"
+    if texts is not None:
+        pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
+        return pd.factorize(pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts)))[0].astype(np.int64)
+    rows = np.hstack([e.input_ids for e in ([data] if isinstance(data, Encoded) else data)])
+    flat = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    return np.unique(flat, return_inverse=True)[1].astype(np.int64).ravel()
+
+# %% ../nbs/10_kfold.ipynb #dfafe668
+def fold_leaks(
+    keys:np.ndarray,   # `text_keys` of every training row
+    fold:np.ndarray,   # each row's fold
+)->dict:               # rows, texts, share, and `leaked`: a boolean per row
+    "The rows whose text is also in another fold"
+    folds_of = pd.Series(fold).groupby(keys).nunique()
+    leaked = np.isin(keys, folds_of.index[folds_of > 1])
+    return {'rows': int(leaked.sum()), 'texts': int((folds_of > 1).sum()), 'share': float(leaked.mean()), 'leaked': leaked}
+
+# %% ../nbs/10_kfold.ipynb #eb3952fc
+def leak_text(leak:dict, n:int)->str:
+    "The warning a run logs when too many rows share their text with another fold"
+    return (f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another fold "
+            f"({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on new text. "
+            "Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column that ties "
+            "rows together (a question, a user, a thread)")
+
+# %% ../nbs/10_kfold.ipynb #bcb2bd72
+def check_leaks(
+    out,               # the run directory (its log), or None: print only
+    keys:np.ndarray,   # `text_keys` of the training rows
+    fold:np.ndarray,   # their folds
+    verbose:bool=True, # print the warning too
+)->dict|None:          # `fold_leaks` when over `LEAK_SHARE`, else None
+    "Count the rows whose text is also in another fold, before training; warn above `LEAK_SHARE`"
+    leak = fold_leaks(keys, fold)
+    if leak['share'] <= LEAK_SHARE: return None
+    if out is not None: log(out, leak_text(leak, len(keys)), verbose)
+    elif verbose: print(leak_text(leak, len(keys)))
+    return leak
+
+# %% ../nbs/10_kfold.ipynb #43c69a4a
+def leak_score(task:str, yt, oof, covered, leak:dict|None, out=None, verbose:bool=True)->dict|None: # the leak, for metrics.json
+    "The leak's counts, with the out-of-fold score of the rows whose text is in one fold only (the honest one), logged"
+    if not leak: return None
+    rec = {k: v for k, v in leak.items() if k != 'leaked'}
+    clean = covered & ~leak['leaked']
+    if get_task(task).targets is None or clean.sum() < 2: return rec
+    try: rec['oof_without_leaked'] = score(task, yt[clean], oof[clean])
+    except ValueError: return rec   # e.g. one class left among those rows: no AUC
+    if out is not None: log(out, f"out-of-fold on the {int(clean.sum()):,} rows whose text is in one fold only: {rec['oof_without_leaked']}", verbose)
+    return rec
+
+# %% ../nbs/10_kfold.ipynb #f7fc56dd
+@contextlib.contextmanager
+def quiet(backend, verbose:bool):
+    "Inside the block, a backend with a `verbose` switch prints nothing when `verbose` is False (its epoch lines included)"
+    old = getattr(backend, 'verbose', None)
+    if old is not None and not verbose: backend.verbose = False
+    try: yield backend
+    finally:
+        if old is not None: backend.verbose = old
+
+# %% ../nbs/10_kfold.ipynb #2042f43e
+def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
+             texts=None, ids=None, test_texts=None)->dict: # run.json
+    "What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and `run_fingerprint`"
+    return {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend, 'data': fingerprint(train, yt),
+            'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
+            'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts, None if test is None else n_rows(test))}
+
+# %% ../nbs/10_kfold.ipynb #ab40d9aa
+def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None, fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
+    "Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows, resumed folds)"
+    main = getattr(backend, 'is_main', True)           # a multi-host run: process 0 alone reads and writes the run directory
+    agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
+    n, oof, tests, scores, resumed = n_rows(train), None, [], [], []
+    for i in todo:
+        fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
+        if agree(bool(main and fold_done(fd))):
+            if not main: continue
+            done, p_va, p_te = load_fold(fd, len(va), test is not None)
+            resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
+        else:
+            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
+            if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
+            t0 = time.time()
+            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
+            if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
+            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
+            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
+        if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
+        oof[va] = p_va
+        if p_te is not None: tests.append(p_te)
+        scores.append(fold_row(i, done, bool(stats)))
+    return oof, tests, scores, resumed
+
 # %% ../nbs/10_kfold.ipynb #d2eea497
 MAIN_METRIC = {t.name: t.main for t in TASK_TABLE}
 
@@ -83,6 +190,31 @@ def fingerprint(data:Inputs, y=None)->str:
     if y is not None: h.update(np.ascontiguousarray(np.asarray(y, dtype=np.float64)).tobytes())
     return h.hexdigest()[:16]
 
+# %% ../nbs/10_kfold.ipynb #adf85719
+def _digest(*parts)->str: # 16 hex digits
+    "A short sha256 of arrays, numbers and lists of strings (None parts are skipped)"
+    h = hashlib.sha256()
+    for p in parts:
+        if p is None: continue
+        if isinstance(p, (list, tuple)) and p and isinstance(p[0], (list, tuple)): p = [s for col in p for s in col]   # a pair's columns
+        if isinstance(p, (list, tuple, pd.Series)): h.update('\x00'.join(map(str, p)).encode() + b'\x01')
+        else: h.update(np.ascontiguousarray(np.asarray(p)).tobytes() + b'\x01')
+    return h.hexdigest()[:16]
+
+# %% ../nbs/10_kfold.ipynb #ed4f6cba
+def run_fingerprint(
+    n:int,              # training rows
+    y,                  # their targets as `check_targets` returns them (None for ranking)
+    fold:np.ndarray,    # each row's fold
+    texts=None,         # the training texts (a list, or a pair of lists), if known
+    ids=None,           # an id per training row (a CSV's id column), if known
+    test_texts=None,    # the test texts, if known
+    n_test:int|None=None, # test rows (None: no test set)
+)->dict:                # rows, texts, folds, test: a hash each (None where unknown)
+    "What makes two runs blendable, hashed without the tokenizer: the rows and their targets, their texts, the folds, the test rows"
+    return {'rows': _digest(np.int64(n), y, ids), 'texts': _digest(texts) if texts is not None else None, 'folds': _digest(fold),
+            'test': None if n_test is None else _digest(np.int64(n_test), test_texts)}
+
 # %% ../nbs/10_kfold.ipynb #7139e948
 def memory_mb()->dict:
     "Resident memory of this process now and at its peak, in MB (Linux /proc)"
@@ -102,6 +234,90 @@ class KFoldResult:
     score: dict              # metrics of all out-of-fold predictions together
     out: Path                # the run directory
     resumed: list = field(default_factory=list) # folds loaded from an earlier run instead of trained
+    leak: dict|None = None   # rows whose text is also in another fold (`fold_leaks`), when over `LEAK_SHARE`; with the score of the other rows
+
+# %% ../nbs/10_kfold.ipynb #4c6e38fe
+WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json', 'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
+
+def checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
+    "The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if need be)"
+    from tpututor.models.checkpoint import checkpoint
+    from tpututor.models.hub import hub_file
+    ck = checkpoint(model)
+    get = (lambda f: Path(ck.path)/f) if ck.local else (lambda f: Path(hub_file(ck.path, f)))
+    files = [get('config.json')]
+    for w in WEIGHT_FILES:
+        try: p = get(w)
+        except Exception: continue   # not in this hub repository
+        if not p.exists(): continue
+        files.append(p)
+        if w.endswith('.index.json'): files += [get(s) for s in sorted(set(json.loads(p.read_text())['weight_map'].values()))]
+        break
+    return files
+
+# %% ../nbs/10_kfold.ipynb #39b0ad06
+def _sample(path:Path, h, samples:int=16, size:int=1 << 16):
+    "Feed `h` a file's size, a safetensors header whole, and `samples` evenly spaced blocks of its bytes"
+    n = path.stat().st_size; h.update(f'{path.name}\x00{n}\x00'.encode())
+    with open(path, 'rb') as f:
+        if n <= samples * size: h.update(f.read()); return
+        if path.suffix == '.safetensors': head = int.from_bytes(f.read(8), 'little'); h.update(f.read(min(head, n - 8)))
+        for i in range(samples): f.seek(i * (n - size) // (samples - 1)); h.update(f.read(size))
+
+# %% ../nbs/10_kfold.ipynb #683919ca
+def checkpoint_hash(model)->str: # 16 hex digits
+    "A hash of a checkpoint's config and weights files that tells one checkpoint from another without reading gigabytes"
+    files = checkpoint_files(model)
+    if len(files) < 2: raise FileNotFoundError(f"{model}: no weights file ({', '.join(WEIGHT_FILES)}) to hash")
+    h = hashlib.sha256()
+    for p in files: _sample(p, h)
+    return h.hexdigest()[:16]
+
+# %% ../nbs/10_kfold.ipynb #f5b2cf63
+def keep_model(
+    folder,           # where to write (the run's model/)
+    cfg:TrainConfig,  # the run (model, lora)
+)->dict:              # what predict.json says of the model
+    "The model's config.json and the tokenizer the run encodes with, into `folder`; a LoRA run's base checkpoint named and hashed"
+    from tpututor.models.checkpoint import checkpoint
+    from tpututor.encoding import load_tokenizer
+    folder, ck = Path(folder), checkpoint(cfg.model)
+    info = {'model': cfg.model, 'family': ck.family, 'model_type': ck.model_type, 'preset': ck.preset, 'tokenizer': 'model/tokenizer.json'}
+    if ck.config is not None: write_json(folder/'config.json', ck.config)
+    else: info['preset_files'] = keep_preset(folder, ck.preset)
+    try: tok = load_tokenizer(cfg.model)
+    except Exception as e: info.update(tokenizer=None, why_no_tokenizer=f"{type(e).__name__}: {e}")
+    else: atomic_write(folder/'tokenizer.json', lambda t: tok.save(str(t)))
+    if cfg.lora: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}   # adapters and head only: the base must be attached
+    return info
+
+# %% ../nbs/10_kfold.ipynb #fbd06270
+def keep_preset(folder, preset:str)->list: # the files kept
+    "A KerasHub preset's own config.json, metadata.json and tokenizer.json, where KerasHub can read them"
+    kept = []
+    try:
+        from keras_hub.src.utils.preset_utils import get_file
+        for f in ('config.json', 'metadata.json', 'tokenizer.json'):
+            src = Path(get_file(preset, f)); atomic_write(Path(folder)/f'preset_{f}', lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
+    except Exception: pass   # no KerasHub here, or the preset is gone: the run keeps what it could
+    return kept
+
+# %% ../nbs/10_kfold.ipynb #9a8b5048
+def keep_for_predict(
+    out,                # the run directory
+    cfg:TrainConfig,    # the run's config, lengths fixed (`fixed_shapes`)
+    y=None,             # the training targets (`check_targets`), kept for blending
+    classes=None,       # class names in class-id order
+    backend:str='',     # the backend's name
+)->dict:                # predict.json
+    "What predicting and blending need besides the fold weights: model/, targets.npy and predict.json"
+    out = Path(out)
+    if y is not None: save_array(out/'targets.npy', y)
+    kit = {'task': cfg.task, 'n_outputs': cfg.n_outputs, 'classes': None if classes is None else [str(c) for c in classes],
+           'backend': backend, 'max_len': cfg.max_len, 'buckets': cfg.buckets, 'bucket_lengths': cfg.bucket_lengths,
+           'precision': cfg.precision, 'model_parallel': cfg.model_parallel, 'lora': cfg.lora, **keep_model(out/'model', cfg)}
+    write_json(out/'predict.json', kit)
+    return kit
 
 # %% ../nbs/10_kfold.ipynb #6f63c25f
 COMPILE_KEYS = ('compiles', 'cache_hits', 'compile_seconds')   # what a fold's record says of its compiles
@@ -191,17 +407,18 @@ def fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's f
             **{k: done.get(k) for k in COMPILE_KEYS if compiled or k in done}}
 
 # %% ../nbs/10_kfold.ipynb #8a051169
-def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list, resumed:list, verbose:bool=True)->KFoldResult:
+def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list, resumed:list, verbose:bool=True, leak:dict|None=None)->KFoldResult:
     "The out-of-fold score of the folds run, the averaged test predictions, and the run directory's files"
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
     test_mean = np.mean(tests, axis=0) if tests else None
     save_array(out/'oof.npy', oof)
     if test_mean is not None: save_array(out/'test.npy', test_mean)
-    write_json(out/'metrics.json', {'overall': overall, 'folds': scores})
+    leak = leak_score(cfg.task, yt, oof, covered, leak, out, verbose)
+    write_json(out/'metrics.json', {'overall': overall, 'folds': scores, **({'leak': leak} if leak else {})})
     plot_run(out)
     log(out, f"out-of-fold {overall}", verbose)
-    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed)
+    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed, leak)
 
 # %% ../nbs/10_kfold.ipynb #064acc8e
 def run_kfold(
@@ -212,47 +429,36 @@ def run_kfold(
     test:Inputs|None=None,   # test inputs to predict with every fold's model
     folds:int=5,             # number of folds
     fold_kind:str='auto',    # 'auto', 'stratified', 'kfold' or 'group'
-    groups=None,             # group of each training row, for grouped folds
+    groups=None,             # group of each training row, for grouped folds; 'text': rows with the same text (`text_keys`) share a fold
     out='run',               # run directory (created; resumed if it holds the same run)
     overwrite:bool=False,    # discard an existing different run in `out` instead of refusing
     only_folds=None,         # train just these folds (e.g. [0] for a quick check); None: all
-    verbose:bool=True,       # print progress lines
+    verbose:bool=True,       # print progress lines, the backend's epoch lines included
+    texts=None,              # the training texts (a list, or a pair of lists): leaks and `groups='text'` compare them (else the token rows), the fingerprint hashes them
+    test_texts=None,         # the test texts, for the fingerprint
+    ids=None,                # an id per training row (a CSV's id column), for the fingerprint
+    classes=None,            # class names in class-id order, kept in predict.json: predictions come back in them
 )->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
     check_run(cfg, getattr(backend, 'name', ''))   # a family this backend cannot run, or options it would ignore: refused before any work
-    n = n_rows(train); yt = check_targets(cfg, y, n)
+    n = n_rows(train); yt = check_targets(cfg, y, n); keys = text_keys(train, texts)
+    if isinstance(groups, str):
+        if groups != 'text': raise ValueError(f"groups={groups!r}: give a group per training row, or 'text' to keep equal texts in one fold")
+        groups = keys
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)
-    main = getattr(backend, 'is_main', True)           # a multi-host run: process 0 alone reads and writes the run directory
-    agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
-    if main:
-        open_run(out, {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend.name,
-                       'data': fingerprint(train, yt), 'rows': n, 'test': None if test is None else fingerprint(test)}, overwrite)
-        save_array(out/'folds.npy', fold)
-    todo = range(folds) if only_folds is None else sorted(only_folds)
+    main, run_cfg = getattr(backend, 'is_main', True), cfg
     cfg = fixed_shapes(cfg, train, test, fold, cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum)   # every fold pads to lengths fold 0 used
+    leak = None
+    if main:
+        open_run(out, run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts), overwrite)
+        save_array(out/'folds.npy', fold); keep_for_predict(out, cfg, yt, classes, backend.name)
+        leak = check_leaks(out, keys, fold, verbose)
+    todo = range(folds) if only_folds is None else sorted(only_folds)
     stats = getattr(backend, 'compile_stats', None)   # a backend that counts its compiles (JAX, torch_xla)
     if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
-    oof, tests, scores, resumed = None, [], [], []
-    for i in todo:
-        fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
-        if agree(bool(main and fold_done(fd))):
-            if not main: continue
-            done, p_va, p_te = load_fold(fd, len(va), test is not None)
-            resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
-        else:
-            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
-            if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
-            t0 = time.time()
-            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
-            if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
-            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
-            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
-        if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
-        oof[va] = p_va
-        if p_te is not None: tests.append(p_te)
-        scores.append(fold_row(i, done, bool(stats)))
-    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose) if main else None
+    with quiet(backend, verbose): oof, tests, scores, resumed = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose)
+    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak) if main else None
 
 # %% ../nbs/10_kfold.ipynb #1be090d0
 def plot_run(out)->Path:
@@ -333,3 +539,100 @@ def submission(
         raise ValueError(f"the sample submission has {len(targets)} target column(s) {targets}, but there are {pred.shape[1]} prediction column(s)")
     for j, t in enumerate(targets): df[t] = pred[:, j]
     return df
+
+# %% ../nbs/10_kfold.ipynb #df240767
+FRAMEWORK_OF = {'keras': 'jax', 'torch': 'torch', 'xla': 'torch_xla', 'tf': 'tensorflow'}   # the framework whose device a backend predicts on
+NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
+
+def predict_precision(
+    backend:str,       # the backend's name
+    trained:str,       # the precision the run trained in
+    asked:str='auto',  # 'auto', or a precision to use as it is
+)->str:
+    "The precision to predict in: bf16 where the device computes in it, fp16 on a GPU without it, fp32 on a CPU"
+    if asked != 'auto': return asked
+    if backend not in FRAMEWORK_OF or trained == 'pure_bf16': return trained   # bag of tokens; weights stored in bf16
+    from tpututor.devices.ops import device_kind
+    kind = device_kind(FRAMEWORK_OF[backend])
+    if kind.startswith('TPU'): return 'bf16'
+    if kind.startswith(('CUDA', 'GPU')): return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and backend != 'xla' else 'bf16'
+    return 'fp32'
+
+# %% ../nbs/10_kfold.ipynb #84f9c309
+def attach_base(
+    kit:dict,    # predict.json of a LoRA run
+    base=None,   # the attached base checkpoint's folder (default: the name the run trained from)
+)->str:          # the checkpoint to build the model from
+    "A LoRA run's base checkpoint, checked against the hash the run recorded"
+    want = kit['base']; where = str(base or want['name'])
+    attach = (f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash {want['hash']}) "
+              "and pass its folder with --base (Python: base=)")
+    try: got = checkpoint_hash(where)
+    except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None   # ConnectionError is an OSError
+    if got != want['hash']:
+        raise ValueError(f"--base {where}: its hash is {got}, not {want['hash']}, that of {want['name']!r}, which the run was trained on. {attach}")
+    return where
+
+# %% ../nbs/10_kfold.ipynb #3a6aa192
+def predict_config(
+    run,                   # a run directory
+    base=None,             # a LoRA run's base checkpoint folder (`attach_base`)
+    precision:str='auto',  # `predict_precision`'s `asked`
+    batch_size:int|None=None, # rows per device at prediction (default: the run's)
+)->TrainConfig:
+    "The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the precision for this device"
+    run = Path(run); meta = read_json(run/'run.json')
+    kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
+    cfg = TrainConfig.from_dict(meta['config'])
+    ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
+    if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
+    if kit.get('base'): ch['model'] = attach_base(kit, base)
+    elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')   # a run from an older tpututor: its model as it was
+    if batch_size: ch['eval_batch_size'] = batch_size
+    return cfg.replace(**ch)
+
+# %% ../nbs/10_kfold.ipynb #97015e7e
+def encode_texts(tok, texts, cfg:TrainConfig)->Inputs:
+    "Texts as the run encodes them: one list, or a pair (two encoders for a pair task, one sequence otherwise)"
+    from tpututor.encoding import encode
+    pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
+    if not pair: return encode(tok, texts, max_len=cfg.max_len)
+    if cfg.pair: return (encode(tok, texts[0], max_len=cfg.max_len), encode(tok, texts[1], max_len=cfg.max_len))
+    return encode(tok, texts[0], texts[1], max_len=cfg.max_len)
+
+# %% ../nbs/10_kfold.ipynb #112254bc
+def fold_weights(run)->list: # each finished fold's weights file, in fold order
+    "The weights of every fold of a finished run; refused, saying how to finish it, when a fold is missing"
+    run = Path(run)
+    if not (run/'run.json').exists(): raise ValueError(f"{run} is not a tpututor run directory (no run.json)")
+    k = read_json(run/'run.json')['folds']
+    done = [run/f'fold{i}'/'weights.safetensors' for i in range(k) if fold_done(run/f'fold{i}')]
+    if len(done) < k: raise ValueError(f"run {run} has {len(done)} of {k} folds finished; finish it with the same tpututor train command first")
+    return done
+
+# %% ../nbs/10_kfold.ipynb #0d352dcc
+def predict_run(
+    run,                   # a finished run directory
+    texts,                 # the texts to predict: a list, or a pair (two lists)
+    base=None,             # a LoRA run's base checkpoint folder
+    precision:str='auto',  # 'auto' (`predict_precision`), 'fp32', 'bf16' or 'fp16'
+    batch_size:int|None=None, # rows per device (default: the run's prediction batch)
+    backend=None,          # a backend object (default: the run's, on this machine's devices)
+    verbose:bool=True,     # a line per fold
+)->np.ndarray:             # the folds' predictions averaged, one row per text
+    "Predict `texts` with every fold of `run`, from the run directory alone"
+    from tpututor.encoding import load_tokenizer
+    from tpututor.backends.base import get_backend
+    run, weights = Path(run), fold_weights(run)
+    cfg = predict_config(run, base, precision, batch_size)
+    tok = load_tokenizer(run/'model' if (run/'model'/'tokenizer.json').exists() else cfg.model)
+    data, backend = encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
+    if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)   # fewer devices than the mesh: whole copies
+    preds, t0 = [], time.time()
+    with quiet(backend, verbose):
+        for i, w in enumerate(weights):
+            t = time.time(); model = backend.load(cfg, w)
+            preds.append(backend.predict(cfg, model, data)); backend.free(model)
+            if verbose: print(f"fold {i}: {n_rows(data):,} rows in {time.time() - t:.1f}s", flush=True)
+    if verbose: print(f"{len(weights)} folds, {n_rows(data):,} rows, {cfg.precision}: {len(weights) * n_rows(data) / (time.time() - t0):,.0f} rows/s over the folds")
+    return np.mean(preds, axis=0)

@@ -151,12 +151,15 @@ def step_time(
     batch_size:int,          # rows per replica
     accelerator:str='v5e-8', # a row of `TPU_SPECS`
     precision:str='bf16',
+    lora:int=0,              # LoRA rank (0: every weight trains)
+    model_parallel:int=1,    # devices one copy of the weights is sharded over: each does its share of the copy's work
 )->dict:                     # seconds: compute, memory, step (the larger), and which one bounds it
-    "A roofline estimate of one training step on one device"
-    r, p = tpu_spec(accelerator), memory_plan(config, max_len, batch_size, precision)
-    flops = train_flops(model_dims(config), batch_size * max_len, max_len)
+    "A roofline estimate of one training step on one device, for the run's own layout: its share of a copy's FLOPs and its own bytes"
+    r, p = tpu_spec(accelerator), memory_plan(config, max_len, batch_size, precision, lora, model_parallel)
+    flops = train_flops(model_dims(config), batch_size * max_len, max_len) / model_parallel
+    if lora: flops *= 2 / 3   # frozen weights: the forward pass and the inputs' gradients, but no gradient of their own (of 6 FLOPs per weight, 4)
     peak = r['peak_bf16_tflops_per_chip'] * 1e12 / r['devices_per_chip']
-    moved = 2 * p['weights'] + 2 * (p['weights'] + p['optimizer']) + 2 * p['activations']
+    moved = 2 * p['weights'] + 2 * (p['gradients'] + p['optimizer']) + 2 * p['activations']
     bw = (r['hbm_gbps_per_chip'] or float('nan')) * 1e9 / r['devices_per_chip']
     compute, memory = flops / peak, moved / bw
     return dict(compute=compute, memory=memory, step=max(compute, memory), bound='compute' if compute >= memory else 'memory')

@@ -75,8 +75,8 @@ def write_csv(df, path)->Path:
     return atomic_write(path, lambda t: df.to_csv(t, index=False))
 
 # %% ../nbs/05_rundir.ipynb #840b8cd1
-RUN_FILES = ('oof.npy', 'test.npy', 'metrics.json', 'folds.npy', 'loss.png', 'folds.png', 'run.json',
-             'submission.csv', 'predictions.csv', 'summary.json', 'cli.json')
+RUN_FILES = ('oof.npy', 'test.npy', 'metrics.json', 'folds.npy', 'loss.png', 'folds.png', 'run.json', 'targets.npy',
+             'submission.csv', 'predictions.csv', 'summary.json', 'cli.json', 'predict.json', 'predict.csv', 'model')
 
 def open_run(
     out,                  # the run directory
@@ -92,13 +92,14 @@ def open_run(
             elif p.exists(): p.unlink()
     elif rj.exists():
         old = read_json(rj)
-        diff = sorted(k for k in set(old) | set(meta) if old.get(k) != meta.get(k))
+        diff = sorted(k for k in set(old) | set(meta) if k in old and old.get(k) != meta.get(k))   # a key an older run lacks is no difference
         if diff:
             detail = '; '.join(f"{k}: {old.get(k)!r} -> {meta.get(k)!r}" for k in diff if k != 'config')
             oc, nc = old.get('config', {}), meta.get('config', {})
             cfgd = sorted(k for k in set(oc) | set(nc) if oc.get(k) != nc.get(k))
             if cfgd: detail += ('; ' if detail else '') + 'config ' + ', '.join(f"{k}: {oc.get(k)!r} -> {nc.get(k)!r}" for k in cfgd)
             raise RunDirError(f"{out} holds a different run ({detail}). Use a new output folder, or overwrite to discard the old run.")
+        if set(meta) - set(old): write_json(rj, {**old, **meta})   # written by an older tpututor: what it lacked is added
         return out
     try: out.mkdir(parents=True, exist_ok=True)
     except OSError as e: raise RunDirError(f"cannot create output folder {out}: {e.strerror}. Choose a writable --out.") from None

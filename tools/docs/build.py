@@ -9,9 +9,13 @@
    instead, so the executed outputs committed with the notebook stay as they are and nothing is re-run.
 2. A notebook whose ipywidgets outputs have no widget state stored (nbdev-test --save does not store it) is
    executed once with nbdev's runner, with the test suite's flags, and the widget state is kept with it.
-3. The processed notebooks, a Performance page from bench/results/*.md and the vendored JavaScript (the
+3. The processed notebooks (their outputs without stderr progress bars or the run's temporary paths; the Open in
+   Kaggle / Colab buttons only where the notebook starts with the install cell of tools/docs/install_cell.py), a
+   Performance page from bench/results/*.md, the install and contributing pages, the page "How the code is laid
+   out" (tools/docs/layout.py: drawn and checked from the package's source) and the vendored JavaScript (the
    ipywidgets HTML manager and MathJax, from the npm registry, pinned by version and checksum) are rendered
-   by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py).
+   by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py), with the
+   navigation following the folders of nbs/.
 
 Steps 1 and 2 are cached in _docs/ by content hash: a rebuild after editing one notebook processes that one.
 """
@@ -22,10 +26,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(HERE) not in sys.path: sys.path.insert(0, str(HERE))   # install_cell.py and layout.py, beside this file
 NBS = ROOT / 'nbs'
 WORK = ROOT / '_docs'            # scratch: caches and the generated MkDocs sources (gitignored)
 SITE = ROOT / 'docs'             # the built site (gitignored; published by .github/workflows/docs.yml)
-LESSONS_BELOW = 4                # notebooks numbered 00..03 are lessons; other numbered ones are the library
+LESSONS_BELOW = 4                # without nbs/lessons/: notebooks numbered 00..03 are lessons, other numbered ones the library
+FOLDER_SECTIONS = {'lessons': 'Lessons', 'tutorials': 'Tutorials'}   # any other folder of nbs/ is a part of the Library
+LIBRARY_FOLDERS = ('models', 'devices', 'backends')                  # the Library's parts in this order, other folders after
+HOME_OPENS = 'tutorials/01_keras_kfold.ipynb'                        # what the home page's Open in Kaggle / Colab buttons open
 WIDGET_MIME = 'application/vnd.jupyter.widget-state+json'
 VIEW_MIME = 'application/vnd.jupyter.widget-view+json'
 # Served from the site, never from a CDN. Files copied: (path in the package, path under assets/).
@@ -53,16 +61,22 @@ def sha(*parts):
 
 # ---------------------------------------------------------------- notebooks
 def notebooks():
-    "Notebooks to publish: nbs/*.ipynb and nbs/tutorials/*.ipynb, leaving out names starting with `_` or `.`"
-    found = list(NBS.glob('*.ipynb')) + list((NBS / 'tutorials').glob('*.ipynb'))
-    return sorted(p for p in found if not p.name.startswith(('_', '.')))
+    "Notebooks to publish: every .ipynb under nbs/ and its folders, leaving out files and folders whose names start with `_` or `.`"
+    return sorted(p for p in NBS.rglob('*.ipynb') if not any(part.startswith(('_', '.')) for part in p.relative_to(NBS).parts))
 
 def section(nb: Path):
-    "Where `nb` goes in the navigation"
-    if nb.stem == 'index': return 'Start'
-    if nb.parent.name == 'tutorials': return 'Tutorials'
+    "Where `nb` goes in the navigation: (section, part of the Library or None)"
+    rel = nb.relative_to(NBS)
+    if len(rel.parts) > 1: return (FOLDER_SECTIONS[rel.parts[0]], None) if rel.parts[0] in FOLDER_SECTIONS else ('Library', rel.parts[0])
+    if nb.stem == 'index': return 'Start', None
     m = re.match(r'(\d+)', nb.stem)
-    return 'Lessons' if m and int(m.group(1)) < LESSONS_BELOW else 'Library'
+    if not (NBS / 'lessons').is_dir() and m and int(m.group(1)) < LESSONS_BELOW: return 'Lessons', None
+    return 'Library', None
+
+def page_of(rel):
+    "The page nbdev's API links point at for the notebook at `rel` (under nbs/): `backends/02_keras.ipynb` -> `backends/keras.html`"
+    from nbdev.config import nbpath2html
+    return nbpath2html(Path(rel)).as_posix()
 
 def _split_title_cell(nb):
     """nbdev turns the whole first `# Title` markdown cell into front matter and drops the rest of it:
@@ -168,6 +182,46 @@ def _html_links(md):
     "Quarto's `[text](url){target=...}` links (nbdev writes them) as plain HTML links"
     return _re_pandoc_link.sub(lambda m: f'<a href="{m.group(2)}" target="_blank" rel="noopener" class="tt-src">{m.group(1)}</a>', md)
 
+# a tqdm bar as it lands on stderr: `x:  40%|####      | 4/10 [00:01<00:02,  3.9it/s]`
+_re_bar = re.compile(r'^[^|\n]*\d+%\|[^|]*\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?')
+def _drop_progress(outputs):
+    "`outputs` without the progress bars written to stderr (a page would show a bar frozen where the run left it)"
+    kept = []
+    for o in outputs:
+        if o.get('output_type') == 'stream' and o.get('name') == 'stderr':
+            text = ''.join(o['text']) if isinstance(o['text'], list) else o['text']
+            lines = [l for l in re.split(r'[\r\n]', text) if l.strip()]
+            rest = [l for l in lines if not _re_bar.match(l)]
+            if not rest: continue
+            if len(rest) < len(lines): o['text'] = '\n'.join(rest) + '\n'
+        kept.append(o)
+    return kept
+
+# a directory made by `tempfile.mkdtemp()` (or with the prefix `tpututor_`): a name that differs on every run
+_re_tmpdir = re.compile(r'(?:/private)?(?:/tmp|/var/tmp|/var/folders/\w+/\w+/T)/(?:tmp|tpututor_)[a-z0-9_]{8}(?![\w])')
+def _no_machine_paths(text, html=False):
+    "`text` with the temporary directories of the run that made it shown as `<tmp>`, and the home directory as `~`"
+    text = _re_tmpdir.sub('&lt;tmp&gt;' if html else '<tmp>', text)
+    home = str(Path.home())
+    return text.replace(home + '/', '~/') if home not in ('/', '') else text
+
+def _clean_outputs(outputs):
+    "What a page shows of a cell's `outputs`: no progress bars, no paths of the machine that ran it"
+    outputs = _drop_progress(outputs)
+    for o in outputs:
+        if 'text' in o: o['text'] = _no_machine_paths(''.join(o['text']) if isinstance(o['text'], list) else o['text'])
+        for mime in ('text/plain', 'text/html'):
+            v = (o.get('data') or {}).get(mime)
+            if v is not None: o['data'][mime] = _no_machine_paths(''.join(v) if isinstance(v, list) else v, html=mime == 'text/html')
+    return outputs
+
+def _badges(meta):
+    "The page's Open in Kaggle / Open in Colab buttons, for the notebook `meta['opens']` (none when it is empty)"
+    if not meta.get('opens'): return ''
+    what = '' if meta['opens'] == meta['source'] else ' the first tutorial'
+    return (f'<a class="tt-kaggle" href="{meta["kaggle"]}" target="_blank" rel="noopener">Open{what} in Kaggle</a> '
+            f'<a class="tt-colab" href="{meta["colab"]}" target="_blank" rel="noopener">Open{what} in Colab</a>')
+
 _re_open_in = re.compile(r'^\[Open in (?:Kaggle|Colab)\]\([^)]*\)(?: · \[Open in (?:Kaggle|Colab)\]\([^)]*\))*\n*')
 _re_qdir = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
 def _for_renderer(nb, meta):
@@ -185,6 +239,7 @@ def _for_renderer(nb, meta):
             c.source = '\n'.join(lines).strip()
             if opts.get('include') == 'false': continue
             if opts.get('output') == 'false': c.outputs = []
+            c.outputs = _clean_outputs(c.get('outputs', []))
             for o in c.get('outputs', []):
                 if 'text/markdown' in (o.get('data') or {}):
                     md = o['data']['text/markdown']
@@ -196,9 +251,7 @@ def _for_renderer(nb, meta):
                 c.metadata.setdefault('tags', []).append('hide-input')
             if not c.source and not c.get('outputs'): continue
         cells.append(c)
-    badge = (f'<a class="tt-kaggle" href="{meta["kaggle"]}" target="_blank" rel="noopener">Open in Kaggle</a> '
-             f'<a class="tt-colab" href="{meta["colab"]}" target="_blank" rel="noopener">Open in Colab</a>')
-    head = f'# {meta["title"]}\n\n' + (f'> {meta["description"]}\n\n' if meta.get('description') else '') + badge
+    head = f'# {meta["title"]}\n\n' + (f'> {meta["description"]}\n\n' if meta.get('description') else '') + _badges(meta)
     nb.cells = [mk_cell(head, 'markdown')] + cells
     nb.metadata['tpututor_docs'] = meta
 
@@ -211,6 +264,7 @@ def process_one(src, dst):
     from nbdev.config import get_config
     from nbdev.process import NBProcessor
     from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs, _default_exp
+    from install_cell import has_install_cell
     src, dst, t0 = Path(src), Path(dst), time.time()
     nb = read_nb(src)
     executed = bool(_missing_widget_state(nb))
@@ -231,10 +285,14 @@ def process_one(src, dst):
     rel = src.relative_to(NBS).as_posix()
     repo = cfg.git_url.rstrip('/').split('github.com/')[-1]
     out = Path(rel).parent / fm.get('output-file', src.stem + '.html')
+    # the buttons open a notebook that runs on Kaggle and Colab from its first cell: this one if it starts with the
+    # install cell, the first tutorial from the home page, none elsewhere
+    opens = (rel if has_install_cell(json.loads(src.read_text())) else
+             HOME_OPENS if rel == 'index.ipynb' and (NBS / HOME_OPENS).exists() else '')
     meta = dict(title=fm.get('title', src.stem), description=fm.get('description', ''), module=module,
-                page=out.with_suffix('.ipynb').as_posix(), source=rel, section=section(src),
-                colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}',
-                kaggle=f'https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{cfg.branch}/{NBS.name}/{rel}')
+                page=out.with_suffix('.ipynb').as_posix(), source=rel, opens=opens,
+                colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{opens}',
+                kaggle=f'https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{cfg.branch}/{NBS.name}/{opens}')
     _for_renderer(nb, meta)
     dst.parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, dst.with_suffix('.tmp'))
@@ -244,12 +302,12 @@ def process_one(src, dst):
 def process_all(nbs, workers):
     "Processed copies of `nbs` (from the cache where their inputs are unchanged), each with its metadata"
     import nbdev
-    common = [Path(__file__).read_bytes(), nbdev.__version__, (ROOT / 'pyproject.toml').read_bytes()]
+    common = [Path(__file__).read_bytes(), (HERE / 'install_cell.py').read_bytes(), nbdev.__version__, (ROOT / 'pyproject.toml').read_bytes()]
     modidx = ROOT / 'tpututor' / '_modidx.py'
     if modidx.exists(): common.append(modidx.read_bytes())   # API links and the `show_doc` targets
     cache = WORK / 'proc'
     cache.mkdir(parents=True, exist_ok=True)
-    jobs = {nb: cache / f'{nb.stem}-{sha(*common, nb.read_bytes())}.ipynb' for nb in nbs}
+    jobs = {nb: cache / f"{'~'.join(nb.relative_to(NBS).with_suffix('').parts)}-{sha(*common, nb.read_bytes())}.ipynb" for nb in nbs}
     todo = [(nb, dst) for nb, dst in jobs.items() if not dst.exists()]
     if todo:
         failed = []
@@ -301,13 +359,44 @@ def vendor():
 
 
 # ---------------------------------------------------------------- site sources and MkDocs
+def _cells(row): return [c.strip() for c in re.split(r'(?<!\\)\|', row.strip().removeprefix('|').removesuffix('|'))]   # `\|` stays in its cell
+
+def _tables(md, fix):
+    "`md` with `fix(header, rows)` applied to each of its tables (`rows`: lists of cells; `fix` returns the new rows)"
+    lines, out, i = md.splitlines(), [], 0
+    while i < len(lines):
+        if lines[i].startswith('|') and i + 1 < len(lines) and re.match(r'^\|[\s:|-]+\|$', lines[i + 1].strip()):
+            j = i + 2
+            while j < len(lines) and lines[j].startswith('|'): j += 1
+            head = _cells(lines[i])
+            out += [lines[i], lines[i + 1]] + ['| ' + ' | '.join(r) + ' |' for r in fix(head, [_cells(l) for l in lines[i + 2:j]])]
+            i = j
+        else: out.append(lines[i]); i += 1
+    return '\n'.join(out)
+
+def _commands_whole(head, rows):
+    "A `reproduce` cell of several commands in one code span (`a; b`) becomes one span per command, a line each"
+    if 'reproduce' not in head: return rows
+    k = head.index('reproduce')
+    for r in rows:
+        if k < len(r): r[k] = re.sub(r'`([^`]*;[^`]*)`', lambda m: '<br>'.join(f'`{c.strip()}`' for c in m.group(1).split(';') if c.strip()), r[k])
+    return rows
+
+def _every_tutorial(head, rows):
+    "The tutorials table names every notebook in nbs/tutorials/: `not recorded` where the benchmark has no run of it"
+    if not head or head[0] != 'tutorial': return rows
+    have = ' '.join(r[0] for r in rows)
+    return rows + [[f'tutorials/{nb.name}', 'not recorded'] + ['-'] * (len(head) - 2)
+                   for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
+
 def performance_page():
     res = sorted((ROOT / 'bench' / 'results').glob('*.md'), key=lambda p: (p.stem != 'summary', p.stem))   # the summary first
     parts = ['# Performance\n',
              'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
              'table here; `./run.sh bench` measures them all again on your machine and prints the summary table '
              '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
-    parts += [p.read_text().strip() + '\n' for p in res] or ['No benchmark has written results yet.\n']
+    parts += [_tables(_tables(p.read_text().strip(), _commands_whole), _every_tutorial) + '\n' for p in res] or \
+             ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
 
 def install_page():
@@ -316,11 +405,37 @@ def install_page():
     return (HERE / 'install.md').read_text().strip() + '\n\n' + (res.read_text().strip() if res.exists() else
             '## Tested against Kaggle\'s TPU image versions\n\n`./run.sh compat` has not written results yet.') + '\n'
 
-def nav_label(meta):
+def layout_sources(src, done):
+    "The page 'How the code is laid out' (layout.md) and its picture (layout.svg) in `src`, from tpututor's source; the rule breaks found"
+    import layout
+    mods, rules = layout.read_package(ROOT / 'tpututor'), layout.load_rules()
+    path_of = {m.name: p for p, m in mods.items()}
+    pages = {path_of[meta['module'].removesuffix('.__init__')]: meta['page'] for _, meta in done.values()
+             if meta.get('module') and meta['module'].removesuffix('.__init__') in path_of}
+    layout.draw(mods, rules, src / 'layout.svg')
+    (src / 'layout.md').write_text(layout.layout_page(mods, rules, pages, 'layout.svg'))
+    return layout.check(mods, rules)
+
+def nav_label(meta, section):
     t = meta['title'].replace('`', '')
-    if meta['section'] == 'Start': return 'Overview, install, the two commands'
-    if meta['section'] == 'Library' and meta.get('module'): return f"{meta['module'].split('.')[-1]}: {t}"
+    if section == 'Start': return 'Overview'
+    if section == 'Library' and meta.get('module'): return f"{meta['module'].removesuffix('.__init__').split('.')[-1]}: {t}"
     return t
+
+def navigation(done):
+    "The site's navigation: Start, Lessons, Tutorials, the Library (top-level notebooks, then a part per folder), Performance"
+    nav, parts, seen = {'Start': [], 'Lessons': [], 'Tutorials': [], 'Library': []}, {}, {}
+    for nb, (proc, meta) in done.items():
+        if meta['page'] in seen: sys.exit(f"docs: {seen[meta['page']].relative_to(ROOT)} and {nb.relative_to(ROOT)} would both be "
+                                          f"{meta['page']}: rename one (a page is named after its notebook without the number)")
+        seen[meta['page']] = nb
+        sec, folder = section(nb)
+        (parts.setdefault(folder, []) if folder else nav[sec]).append({nav_label(meta, sec): meta['page']})
+    nav['Start'] += [{'Install on Kaggle, Colab and elsewhere': 'install.md'}, {'How the code is laid out': 'layout.md'},
+                     {'Contributing: tests and their budget': 'contributing.md'}]
+    order = sorted(parts, key=lambda f: (LIBRARY_FOLDERS.index(f) if f in LIBRARY_FOLDERS else len(LIBRARY_FOLDERS), f))
+    nav['Library'] += [{f.replace('_', ' ').capitalize(): parts[f]} for f in order]
+    return [{k: v} for k, v in nav.items() if v] + [{'Performance': 'performance.md'}]
 
 def write_sources(done, assets):
     "The MkDocs sources in _docs/src and its config _docs/mkdocs.yml"
@@ -330,16 +445,17 @@ def write_sources(done, assets):
     src.mkdir(parents=True)
     shutil.copytree(assets, src / 'assets')
     for f in (HERE / 'assets').iterdir(): shutil.copy(f, src / 'assets' / f.name)
-    nav = {'Start': [], 'Lessons': [], 'Library': [], 'Tutorials': []}
     for nb, (proc, meta) in done.items():
         (src / meta['page']).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(proc, src / meta['page'])
-        nav[meta['section']].append({nav_label(meta): meta['page']})
     (src / 'performance.md').write_text(performance_page())
     (src / 'install.md').write_text(install_page())
+    shutil.copy(HERE / 'contributing.md', src / 'contributing.md')
+    breaks = layout_sources(src, done)
+    if breaks: log(f'the code breaks {len(breaks)} of its layout rules (tools/docs/layout.toml), listed on the layout page:\n  '
+                   + '\n  '.join(breaks))
     cfg = yaml.safe_load((HERE / 'mkdocs.yml').read_text())
-    nav['Start'].append({'Install on Kaggle, Colab and elsewhere': 'install.md'})
-    cfg['nav'] = [{k: v} for k, v in nav.items() if v] + [{'Performance': 'performance.md'}]
+    cfg['nav'] = navigation(done)
     cfg.update(docs_dir=str(src), site_dir=str(SITE), hooks=[str(HERE / 'hooks.py')])
     for p in cfg['plugins']:
         if isinstance(p, dict) and 'mkdocs-jupyter' in p: p['mkdocs-jupyter']['cache_dir'] = str(WORK / 'nbconvert-cache')

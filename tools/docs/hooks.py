@@ -12,14 +12,15 @@
 import html as _html
 import re
 from mkdocs.structure.toc import get_toc
+from nbdev.config import nbpath2html
 
 _re_heading = re.compile(r'<h([1-6])\b([^>]*)>(.*?)</h\1>', re.S)
 _re_tags = re.compile(r'<[^>]+>')
 _re_widget_cdn = re.compile(r'https://unpkg\.com/[^\'"]*\.js')
-# a link to another notebook, as written in the notebooks (`../01_bf16.ipynb#part`, `tutorials/05_llm_classifier.ipynb`),
-# and the page it became (`../bf16.html#part`, `tutorials/llm_classifier.html`): pages are named after the notebook
-# without its number (see build.py)
-_re_nb_link = re.compile(r'href="((?:\.\./)*(?:tutorials/)?)(?:\d+[a-z]?_)?([\w-]+)\.ipynb(#[^"]*)?"')
+# a relative link to another notebook, as written in the notebooks (`../lessons/01_bf16.ipynb#part`,
+# `tutorials/05_llm_classifier.ipynb`), and the page it became (`../lessons/bf16.html#part`,
+# `tutorials/llm_classifier.html`): nbdev's name for the page, the notebook's without its number (see build.py)
+_re_nb_link = re.compile(r'href="((?:\.\.?/)*(?:[\w-]+/)*)([\w.-]+)\.ipynb(#[^"]*)?"')
 _re_mermaid = re.compile(r'<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
 
 def _rel_root(page):
@@ -63,7 +64,7 @@ def on_page_content(html, page, config, files):
     html = html.replace('TPUTUTOR_ASSETS/', f'{rel}assets/')
     html = _re_widget_cdn.sub(f'{rel}assets/widgets/embed.js', html)
     html = _re_mermaid.sub('', html)          # nbconvert's loader for mermaid diagrams, from a CDN: none here
-    html = _re_nb_link.sub(lambda m: f'href="{m[1]}{m[2]}.html{m[3] or ""}"', html)
+    html = _re_nb_link.sub(lambda m: f'href="{m[1]}{nbpath2html(m[2] + ".ipynb").name}{m[3] or ""}"', html)
     site = (config.get('site_url') or '').rstrip('/') + '/'
     if site != '/':
         html = html.replace(f'href="{site}', f'href="{rel}')

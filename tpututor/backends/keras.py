@@ -14,7 +14,7 @@ from ..config import check_run, row_flops, TrainConfig, Inputs, FIELDS, check_ta
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
-from ..models.checkpoint import checkpoint
+from ..models.checkpoint import Checkpoint, checkpoint, keras_preset_name
 from ..models.convert import converter_for
 from ..meter import Throughput, model_dims, train_flops
 from .base import EpochLoop, prepare_fit
@@ -41,9 +41,12 @@ def preset_of(
     model,   # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a KerasHub preset ('roberta_base_en')
 )->str:          # what `keras_hub.models.Backbone.from_preset` takes
     "The KerasHub preset for a model name: local folders as they are, hub ids as `hf://`, KerasHub preset names unchanged"
-    ck = checkpoint(model)
-    if ck.preset or ck.local: return ck.preset or ck.path   # 'roberta_base_en', kaggle://...: KerasHub's own
-    return f'hf://{ck.path}'
+    if isinstance(model, Checkpoint): return model.preset or (model.path if model.local else f'hf://{model.path}')
+    if '://' in str(model): return str(model)   # hf://org/name, kaggle://...
+    path = resolve_model(model)
+    if Path(path).exists(): return path
+    if keras_preset_name(path): return path     # 'roberta_base_en': KerasHub's own
+    return f'hf://{path}'
 
 # %% ../../nbs/backends/02_keras.ipynb #3bb62d98
 def hf_loader(

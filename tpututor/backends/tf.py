@@ -18,6 +18,7 @@ from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
 from ..rundir import atomic_write, RunDirError, assign_weights
+from .base import prepare_fit
 
 # %% auto #0
 __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',
@@ -390,22 +391,18 @@ def fit_model(
                          "(tf-keras' optimizers have none): use loop='custom', or grad_accum=1")
     strategy = strategy or (model.distribute_strategy if model is not None else get_strategy(verbose=verbose))
     reps = n_replicas(strategy)
-    n = check_inputs(cfg, train)
-    y = check_targets(cfg, y_train, n)
-    y = np.zeros((n, 1), np.float32) if y is None else y.astype(np.int32) if cfg.spec.targets == 'classes' else y
-    yv = None if valid is None else check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation'))
+    start = prepare_fit(cfg, train, y_train, valid, y_valid)
+    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(np.int32) if cfg.spec.targets == 'classes' else start.y
+    yv = start.y_valid
     if model is None: model = build_model(cfg, strategy)
     enc = model.get_layer('encoder')
     batch = global_batch(cfg.batch_size, reps) * cfg.grad_accum
     ds, steps = train_dataset(cfg, train, y, batch, input_fields(enc))
-    peak = TfDevice(strategy).peak_flops('bfloat16' if cfg.precision == 'bf16' else 'float32') * reps if mfu else None
     dims = model_dims(enc.config)
-    sheet = datasheet_peak(_tf_kind(strategy), cfg.precision) if mfu else None   # None on a CPU (and a TPU: TensorFlow names no TPU kind)
-    meter = Throughput(dims, peak, sheet and sheet * reps)
+    meter = start.measure(dims, reps, TfDevice(strategy).peak_flops, _tf_kind(strategy), mfu)   # no datasheet on a CPU (or a TPU: TensorFlow names no TPU kind)
     per_row = row_flops(cfg, train, dims)
     step_flops = per_row and batch * per_row / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
-    epochs = EpochLoop(cfg, model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch,
-                       steps_per_epoch=steps, train_rows=n, peak_flops=peak, datasheet_peak_flops=sheet and sheet * reps)
+    epochs = start.loop(model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch, steps_per_epoch=steps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
         if valid is None: return None, 0
         predictor = scorer(model) if cfg.spec.head == 'scores' else model   # the model `predict` predicts with

@@ -33,7 +33,7 @@ class TorchBackend:
         self.layer = TorchDevice(device, compile)
         self.verbose, self.watchers = verbose, []   # the last fit's `CompileWatcher`s, one per epoch
         self.compile_cache = self.layer.use_compile_cache(compile_cache)
-        self._spare = {}   # compiled: a freed model kept for the next fit of its config, so its programs are reused
+        self._spare = {}   # a freed model kept for the next fit or load of its config, so its programs and memory are reused
 
     def replicas(self)->int: return self.layer.replicas()
     @property
@@ -48,8 +48,12 @@ class TorchBackend:
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
-        "The model of `cfg` with the weights of `path`, on the device"
-        return self.layer.place_model(load_weights(build_model(cfg, pretrained=False, layer=self.layer), path))
+        "The model of `cfg` with the weights of `path`, on the device; a freed model of the same config takes them in place (nothing built again)"
+        key = _model_key(cfg)
+        model = self._spare.pop(key, None)
+        if model is None: model = self.layer.place_model(build_model(cfg, pretrained=False, layer=self.layer))
+        model = load_weights(model, path); model._cfg_key = key
+        return model
 
     @property
     def compile_stats(self): # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing compiles
@@ -73,9 +77,9 @@ def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:In
 # %% ../../nbs/backends/03_torch.ipynb #c7adb3ea
 @patch
 def free(self:TorchBackend, model:TaskModel|None=None)->None:
-    "Release the model's device memory; with torch.compile the last fold's model is kept instead, for the next fold of its config"
+    "Done with `model`: it is kept for the next fit or load of its config (its programs and memory reused, the next fold starts from the same line); any other model's memory is released"
     key = getattr(model, '_cfg_key', None)
-    if self.layer.compile and key is not None:
+    if key is not None:
         for old in self._spare.values(): self.layer.free(old)
         self._spare = {key: model}; return
     self.layer.free(model)

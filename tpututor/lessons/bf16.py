@@ -1,4 +1,4 @@
-"""The TPU's 16-bit float bit by bit: what it keeps, what it rounds away, where float16 fails and bfloat16 does not, and why training still keeps float32 weights
+"""The TPU's 16-bit float: its bit layout, how a float32 is rounded to it, how far apart its numbers are, and its range, where float16 gives up
 
 Docs: https://tpututor.github.io/tpututor/lessons/bf16.html.md"""
 
@@ -7,13 +7,14 @@ Docs: https://tpututor.github.io/tpututor/lessons/bf16.html.md"""
 # %% ../../nbs/lessons/01_bf16.ipynb #dc1dff0a
 from __future__ import annotations
 import html, math
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 import numpy as np, ml_dtypes
+if TYPE_CHECKING: import pandas as pd   # `encodings_table` imports pandas only when called
 
 # %% auto #0
 __all__ = ['LAYOUTS', 'DTYPES', 'COLOURS', 'EXAMPLES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields',
-           'decode', 'Bits', 'bits', 'to_bf16', 'neighbours', 'relative_error', 'update_lost', 'encodings_table',
-           'encodings_html', 'explorer']
+           'decode', 'Bits', 'bits', 'draw_bits', 'to_bf16', 'relative_error', 'neighbours', 'update_lost',
+           'encodings_table', 'encodings_html', 'explorer']
 
 # %% ../../nbs/lessons/01_bf16.ipynb #226d7313
 class Layout(NamedTuple):
@@ -117,6 +118,30 @@ def bits(
     s, e, m = fields(x, dtype)
     return Bits(str(s), format(e, f'0{L.ebits}b'), format(m, f'0{L.mbits}b'), decode(s, e, m, dtype))
 
+# %% ../../nbs/lessons/01_bf16.ipynb #80bf6fb4
+COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}   # the picture and the explorer colour the fields alike
+
+# %% ../../nbs/lessons/01_bf16.ipynb #a184d30a
+def draw_bits(
+    x:float,  # the number to draw
+    ax=None,  # a matplotlib Axes (default: a new figure)
+):            # the Axes
+    "One box per bit of `x` in float32, bfloat16 and float16, coloured by field, with the value each decodes to"
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None: _, ax = plt.subplots(figsize=(11, 3))
+    for row, f in enumerate(LAYOUTS):
+        b = bits(x, f)
+        for i, (field, ch) in enumerate((k, ch) for k in COLOURS for ch in getattr(b, k)):
+            ax.add_patch(Rectangle((i, -row), 0.92, 0.8, color=COLOURS[field], alpha=0.75))
+            ax.text(i + 0.46, -row + 0.4, ch, ha='center', va='center', color='white', fontsize=8, family='monospace')
+        ax.text(-0.6, -row + 0.4, f'{f} ({layout(f).nbits} bits)', ha='right', va='center')
+        ax.text(layout(f).nbits + 0.4, -row + 0.4, f'= {b.value!r}', va='center', fontsize=9)
+    ax.set(xlim=(-9, 41), ylim=(-2.3, 1.5)); ax.axis('off')
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, color=c, alpha=0.75, label=k) for k, c in COLOURS.items()],
+              loc='upper center', ncol=3, frameon=False)
+    return ax
+
 # %% ../../nbs/lessons/01_bf16.ipynb #3c4dffc9
 def to_bf16(
     x, # a number or array-like; converted to float32 first
@@ -129,6 +154,18 @@ def to_bf16(
     r = np.where(np.isnan(f), ((u >> 16) & 0x8000) | 0x7FC0, r)
     out = r.astype(np.uint16).view(ml_dtypes.bfloat16)
     return out[()] if out.ndim == 0 else out
+
+# %% ../../nbs/lessons/01_bf16.ipynb #e24cdf8e
+def relative_error(
+    approx, # the computed result (any float dtype, including bfloat16)
+    exact,  # the reference, same shape
+)->float:   # ||approx - exact|| / ||exact|| (absolute values for scalars); inf if approx overflowed
+    "Relative error of `approx` against `exact`, in the 2-norm over all elements, computed in float64"
+    a, e = np.asarray(approx).astype(np.float64), np.asarray(exact).astype(np.float64)
+    if a.shape != e.shape: raise ValueError(f'approx has shape {a.shape} but exact has shape {e.shape}: compare arrays of one shape')
+    den = np.linalg.norm(e.ravel())
+    if den == 0: raise ValueError('exact is all zeros, so a relative error is undefined: compare the absolute error instead')
+    with np.errstate(invalid='ignore'): return float(np.linalg.norm((a - e).ravel()) / den)
 
 # %% ../../nbs/lessons/01_bf16.ipynb #9b2a64c8
 def neighbours(
@@ -149,18 +186,6 @@ def neighbours(
     down, up = np.where(nan, v, back(key - 1)), np.where(nan, v, back(key + 1))
     return (down[()], up[()]) if v.ndim == 0 else (down, up)
 
-# %% ../../nbs/lessons/01_bf16.ipynb #e24cdf8e
-def relative_error(
-    approx, # the computed result (any float dtype, including bfloat16)
-    exact,  # the reference, same shape
-)->float:   # ||approx - exact|| / ||exact|| (absolute values for scalars); inf if approx overflowed
-    "Relative error of `approx` against `exact`, in the 2-norm over all elements, computed in float64"
-    a, e = np.asarray(approx).astype(np.float64), np.asarray(exact).astype(np.float64)
-    if a.shape != e.shape: raise ValueError(f'approx has shape {a.shape} but exact has shape {e.shape}: compare arrays of one shape')
-    den = np.linalg.norm(e.ravel())
-    if den == 0: raise ValueError('exact is all zeros, so a relative error is undefined: compare the absolute error instead')
-    with np.errstate(invalid='ignore'): return float(np.linalg.norm((a - e).ravel()) / den)
-
 # %% ../../nbs/lessons/01_bf16.ipynb #c8ffb8a2
 def update_lost(
     w,                # weights (a number or array)
@@ -174,8 +199,6 @@ def update_lost(
     return (new == w_) & (np.asarray(delta) != 0)
 
 # %% ../../nbs/lessons/01_bf16.ipynb #9143dba0
-COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}
-
 def encodings_table(
     x:float, # the number to look at
 )->'pd.DataFrame': # one row per format: bits, stored value, error, neighbours
@@ -200,16 +223,16 @@ def _coloured(b:Bits)->str:
 # %% ../../nbs/lessons/01_bf16.ipynb #290461a5
 def encodings_html(
     x:float, # the number to look at
-)->str:      # an HTML table
+)->str:      # an HTML table that scrolls sideways where the page is narrow
     "`encodings_table(x)` as HTML, with the sign, exponent and mantissa bits coloured"
     t = encodings_table(x)
-    head = ''.join(f'<th style="text-align:left">{h}</th>' for h in ('format', 'bits', 'stored', 'relative error', 'next down', 'next up'))
+    head = ''.join(f'<th style="text-align:left">{h}</th>' for h in ('format', 'bits', 'stored', 'relative error', 'next down<br>next up'))
     body = ''.join(
         f'<tr><td>{f}</td><td style="font-family:monospace">{_coloured(bits(x, f))}</td><td>{r["stored"]:.9g}</td>'
-        f'<td>{r["relative error"]:.3g}</td><td>{r["next down"]:.9g}</td><td>{r["next up"]:.9g}</td></tr>'
+        f'<td>{r["relative error"]:.3g}</td><td>{r["next down"]:.9g}<br>{r["next up"]:.9g}</td></tr>'
         for f, r in t.iterrows())
     legend = ' '.join(f'<span style="color:{c}">{k}</span>' for k, c in COLOURS.items())
-    return (f'<div><b>x = {html.escape(repr(float(x)))}</b> &nbsp; {legend}'
+    return (f'<div style="overflow-x:auto"><b>x = {html.escape(repr(float(x)))}</b> &nbsp; {legend}'
             f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>')
 
 # %% ../../nbs/lessons/01_bf16.ipynb #affbe842
