@@ -3,7 +3,8 @@
 #   ./run.sh train [ARGS]   k-fold fine-tune + ensemble (`tpututor train --help` for ARGS)
 #   ./run.sh test [ARGS]    every notebook, the pytest suite and the nbdev checks, on both cores (pytest-xdist);
 #                           ARGS: notebooks (nbs/09_keras.ipynb), test files, -k EXPR, or --changed (what changed since main)
-#   ./run.sh bench [NAME]   the benchmarks in bench/
+#   ./run.sh bench [NAME]   the benchmarks in bench/ (bench/run.py); --stale: only what is stale, then the notebook
+#                           outputs that show records; --smoke: every bench on tiny shapes; --check: what is stale
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
 #   ./run.sh compat [NB...] the keras and xla notebooks and the default job in a second environment with Kaggle's
 #                           TPU-image versions (tools/compat/kaggle-tpu.txt); writes tools/compat/results.md
@@ -18,7 +19,7 @@ case "$job" in
   # Kaggle's image: no tf-keras and transformers 5, so no `tf` extra; the pins are installed as constraints too,
   # so pip fails here if the keras or xla extra does not admit the image's versions.
   compat) extras="keras,xla,dev,bench"; pins=tools/compat/kaggle-tpu.txt; TPUTUTOR_VENV=${TPUTUTOR_COMPAT_VENV:-.venv-compat} ;;
-  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}

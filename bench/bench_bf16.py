@@ -3,12 +3,18 @@
 The same rows, buckets, schedule and seed; `precision='bf16'` runs the forward pass under
 `torch.autocast('xla', torch.bfloat16)` (matmuls in bf16, float32 weights and optimizer: the TPU recipe),
 `precision='fp32'` does not. Two epochs each: epoch 1 compiles, epoch 2 is timed. The held-out accuracy
-is measured on rows that neither run trained on.
+is measured on rows that neither run trained on. The tutorial on pairwise ranking shows the timed epochs of this record.
+
+    ./run.sh bench bf16                    recorded
+    python bench/bench_bf16.py --smoke     a tiny checkpoint and a few rows
 """
 import sys, warnings
-from common import ratio, report, table
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import report, table, provenance, track_imports, bench_model, SMOKE
 
 def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
+    track_imports()
     warnings.filterwarnings('ignore', message='`tensorflow` can conflict')
     from tpututor.devices.frameworks import import_xla
     tx = import_xla()
@@ -22,10 +28,11 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
 
     rt = rotten_tomatoes().sample(frac=1, random_state=1).reset_index(drop=True)
     tr, te = rt.iloc[:n_train], rt.iloc[n_train:n_train + n_test]
-    enc, enc_te = encode('minilm', tr.text.tolist(), max_len=max_len), encode('minilm', te.text.tolist(), max_len=max_len)
+    path = bench_model()
+    enc, enc_te = encode(path, tr.text.tolist(), max_len=max_len), encode(path, te.text.tolist(), max_len=max_len)
     res = {}
     for prec in ('fp32', 'bf16'):
-        cfg = TrainConfig(model='minilm', max_len=max_len, buckets=buckets, batch_size=batch, epochs=epochs, lr=5e-5,
+        cfg = TrainConfig(model=path, max_len=max_len, buckets=buckets, batch_size=batch, epochs=epochs, lr=5e-5,
                           seed=42, precision=prec)
         be = XlaBackend(verbose=False)
         model, hist = be.fit(cfg, enc, tr.label.values)
@@ -51,11 +58,13 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
             f"memory traffic and the HBM they take; on a recent GPU (A100, H100) bf16 runs on the tensor cores. "
             f"The accuracy column is the part that carries over: training in bf16 with float32 weights reaches the "
             f"same score (the bfloat16 lesson shows why).")
-    report('bf16', 'bfloat16 vs float32: the MiniLM fine-tune on PyTorch/XLA', body, './run.sh bench bf16',
+    report('bf16', 'bfloat16 vs float32: the MiniLM fine-tune on PyTorch/XLA', body, provenance('bf16'),
            goals=[dict(comparison='MiniLM fine-tune: bf16 vs fp32 held-out accuracy', measured=f'{diff:+.3f}',
                        goal='within 0.01', met=bool(abs(diff) <= 0.01)),
                   dict(comparison='MiniLM fine-tune: bf16 vs fp32 speed on this CPU (XLA:CPU computes bf16 dots in float32)',
                        measured=f'{speed:.2f}x', goal='reported', met=None)])
     return dict(bf16_speed=speed, bf16_diff=diff)
 
-if __name__ == '__main__': main(*map(int, sys.argv[1:]))
+if __name__ == '__main__':
+    if SMOKE: main(n_train=64, n_test=32, max_len=32, batch=8)
+    else: main(*map(int, sys.argv[1:]))

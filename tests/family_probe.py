@@ -4,7 +4,7 @@ as the hub saves them and as bare encoders, each fitted one epoch and predicted 
 
 For keras it also checks that each converted encoder is the checkpoint's network: KerasHub's token vectors against
 transformers' torch model on the same rows (cosine similarity of every real token's vector).
-Used by tests/test_families.py; `python tests/family_probe.py BACKEND WORKDIR`."""
+Used by tests/test_families.py; `python tests/family_probe.py BACKEND WORKDIR [FAMILY,...]` (default: every family)."""
 import json, os, sys
 from pathlib import Path
 if sys.argv[1] != 'xla': os.environ.setdefault('USE_TORCH_XLA', '0')
@@ -28,7 +28,7 @@ def same_as_torch(folder)->float:
     m = enc.attention_mask.astype(bool)
     return float(((ours[m] * ref[m]).sum(-1) / np.linalg.norm(ours[m], axis=-1) / np.linalg.norm(ref[m], axis=-1)).min())
 
-def main(backend, workdir):
+def main(backend, workdir, families=None):
     if backend == 'keras':
         from tpututor.devices.jax import virtual_jax, import_keras; virtual_jax(8); import_keras()   # the virtual TPU, Keras on JAX
     if backend == 'tf':
@@ -38,7 +38,7 @@ def main(backend, workdir):
     from tpututor.data import rotten_tomatoes
     work, texts = Path(workdir), rotten_tomatoes().text.tolist()[:1000]
     runs = []
-    for fam in FAMILIES:
+    for fam in (families.split(',') if families else FAMILIES):
         for form, task in (('hub', 'classification'), ('bare', 'siamese')):
             folder = work/f'{fam}-{form}'
             if not (folder/'model.safetensors').exists(): tiny_checkpoint(folder, texts, fam, form)
@@ -49,4 +49,4 @@ def main(backend, workdir):
         if backend == 'keras' and r['status'] == 'ok': r['cosine'] = same_as_torch(folder)
     print('MATRIX ' + json.dumps(rows))
 
-if __name__ == '__main__': main(*sys.argv[1:3])
+if __name__ == '__main__': main(*sys.argv[1:4])

@@ -117,30 +117,64 @@ def test_migration_table():
                      ('pad_to_max_length', "padding='max_length'")]:
         assert new in row(old), f'no migration row from {old} to {new}'
 
-# Figures the notebooks read instead of running a real model on every test run (bench/bench_realruns.py, bench_memory.py),
-# and the tutorials' small CPU setting (bench/bench_tutorials.py, which saves the outputs the docs show): each row records
-# the code it ran (a hash of the bench script and of every tpututor module it imported, docstrings and comments left out),
-# the framework versions and, for a tutorial, a hash of the notebook's cells. A row measured with other code is stale.
-RECORDED = ('realruns', 'memory', 'tutorials')
+# Every figure shown comes from a record under bench/results, and every record says which code made it: each measured entry
+# carries a hash of the code of every tpututor module its run imported (its child processes too), of the bench's own
+# files, and the framework and Python versions (bench/common.py: `provenance`). An entry measured with other code, or
+# here with other versions, is stale; a notebook cell that prints a figure from a record must show what the record says.
+def _bench_common():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
 
 def test_recorded_results_are_current():
-    "The recorded real-model runs that notebooks show were measured with today's code and today's framework versions"
-    import json
-    from tpututor.testing import code_hash, notebook_hash, versions, module_file
-    now, stale = versions(), []
-    for name in RECORDED:
-        rows = json.loads((ROOT / 'bench' / 'results' / f'{name}.json').read_text())
-        assert rows and all('code' in r for r in rows), f'bench/results/{name}.json records no code hash: run ./run.sh bench {name}'
-        for r in rows:
-            missing = [m for m in r['modules'] if not module_file(m).exists()]
-            code = None if missing else code_hash(r['modules'], ROOT / 'bench' / f'bench_{name}.py')
-            if code != r['code']: stale.append(f"{name}/{r['run']}: the code changed since {r['date']}")
-            elif 'source' in r and notebook_hash(NBS / r['notebook']) != r['source']:
-                stale.append(f"{name}/{r['run']}: nbs/{r['notebook']} changed since {r['date']}")
-            elif r['versions'] != now:
-                stale.append(f"{name}/{r['run']}: measured with {({k: v for k, v in r['versions'].items() if now.get(k) != v})}, "
-                             f"installed now {({k: now.get(k) for k, v in r['versions'].items() if now.get(k) != v})}")
-    assert not stale, 'stale recorded results; run ./run.sh bench ' + ' '.join(sorted({s.split('/')[0] for s in stale})) + ':\n' + '\n'.join(stale)
+    "Every record under bench/results was measured with today's code (and, made here, today's versions), and says so"
+    bad = _bench_common().stale()
+    by_cmd = {}
+    for s in bad: by_cmd.setdefault(s['how'], []).append(f"bench/results/{s['file']}{s['where']}: {s['why']}")
+    assert not bad, ('stale recorded results (all made here at once: ./run.sh bench --stale):\n' +
+                     '\n'.join(f'{cmd}\n  ' + '\n  '.join(v) for cmd, v in by_cmd.items()))
+
+def test_shown_outputs_equal_records():
+    "A notebook cell that prints a figure from a record shows, in its saved output, what that record says today"
+    bad = _bench_common().shown_mismatches()
+    assert not bad, ('saved outputs differ from their records; save them again with `python bench/run.py --outputs`:\n' +
+                     '\n'.join(f'nbs/{nb} cell {i}:\n  saved: {saved!r:.300}\n  now:   {now!r:.300}' for nb, i, saved, now in bad))
+
+def test_stale_finds_changed_code_and_missing_hashes(tmp_path):
+    "What makes a record stale: a changed module, other versions, no code hash at all"
+    c = _bench_common()
+    from tpututor.testing import code_hash
+    now = c.versions_here()
+    good = dict(bench='tokenize', modules=['tpututor.encoding'], files=['bench/bench_tokenize.py'], versions=now, env='here', date='today')
+    good['code'] = code_hash(good['modules'], ROOT / 'bench' / 'bench_tokenize.py')
+    test = lambda rec: [(s['where'], s['why'].split(':')[0]) for s in c.stale(_records(tmp_path, rec))]
+    assert test([good]) == []
+    assert test([{**good, 'code': '0' * 16}]) == [('[0]', 'the code changed since today')]
+    assert test([{**good, 'versions': {**now, 'torch': '0.1'}}]) == [('[0]', 'measured with other versions')]
+    assert test([{**good, 'versions': {**now, 'torch': '0.1'}, 'env': 'gpu'}]) == []   # made elsewhere: only its code must match
+    assert test([{'comparison': 'x'}]) == [('[0]', 'carries no code hash and versions')]
+    assert test({'here': {'torch': {'rows': [], 'versions': now}}}) == [('/here/torch', 'carries no code hash and versions')]
+
+def _records(folder, rec):
+    (folder / 'tokenize.json').write_text(__import__('json').dumps(rec))
+    return folder
+
+def test_child_processes_list_their_modules(tmp_path):
+    "A bench's record hashes the modules its child processes import: each process that imports tpututor lists them at exit"
+    f = tmp_path / 'imports.txt'
+    code = "import subprocess, sys, tpututor.config; subprocess.run([sys.executable, '-c', 'import tpututor.kfold'], check=True)"
+    r = subprocess.run([sys.executable, '-c', code], env={**clean_env(), 'TPUTUTOR_RECORD_IMPORTS': str(f)}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [set(l.split()) for l in f.read_text().splitlines()]
+    assert len(lines) == 2 and 'tpututor.kfold' in lines[0] and 'tpututor.kfold' not in lines[1] and 'tpututor.config' in lines[1], lines
+
+def test_every_bench_runs_on_tiny_shapes():
+    "`python bench/run.py --smoke`: every benchmark runs end to end on tiny shapes, so none can rot unnoticed"
+    r = subprocess.run([sys.executable, str(ROOT / 'bench' / 'run.py'), '--smoke'], capture_output=True, text=True, env=clean_env(), timeout=1800)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    ran = {l.split(':')[0] for l in r.stdout.splitlines() if ': ok in ' in l}
+    assert ran == {p.stem[6:] for p in (ROOT / 'bench').glob('bench_*.py')}, r.stdout
 
 def test_every_tutorial_runs_somewhere():
     "The suite runs every tutorial in its TPU setting; the ones it does not run in their small setting are in the tutorials record"
@@ -198,3 +232,15 @@ def test_stored_outputs_show_no_machine_paths():
                         for l in text.splitlines() if (g := _warning_gist(l)) and g.lower() not in prose]
     assert not bad, ('stored outputs show machine paths, log noise or unexplained warnings; fix the cell (or explain the warning '
                      'in the prose) and re-run it with nbdev-test --save:\n' + '\n'.join(bad[:20]))
+
+def test_time_to_target_counts_the_first_run_that_reaches_it():
+    "The trainer bench's time to target: a contender's shortest run whose ensemble reaches the target, else its best run"
+    import importlib.util
+    sys.path.insert(0, str(ROOT / 'bench'))
+    spec = importlib.util.spec_from_file_location('bench_trainer', ROOT / 'bench' / 'bench_trainer.py')
+    bt = importlib.util.module_from_spec(spec); spec.loader.exec_module(bt)
+    run = lambda name, e, acc, wall: dict(name=name, epochs=e, held_out=acc, wall_s=wall)
+    rec = dict(settings=dict(target=0.75), runs=[run('torch', 1, 0.76, 100), run('trainer_grouped', 1, 0.60, 60), run('trainer_grouped', 2, 0.74, 120),
+                                               run('trainer_grouped', 3, 0.77, 180), run('keras', 1, 0.70, 90), run('keras', 2, 0.72, 180)])
+    best = bt.best_runs(rec)
+    assert {k: (r['epochs'], r['wall_s']) for k, r in best.items()} == {'torch': (1, 100), 'trainer_grouped': (3, 180), 'keras': (2, 180)}

@@ -21,17 +21,44 @@ from .devices.ops import compile_cache_dir, compile_cache_report, clear_compile_
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'USER_ERRORS', 'config_options', 'config_of', 'parser', 'pick_backend', 'read_csv',
-           'need_columns', 'texts_of', 'labels_of', 'default_data', 'write_predictions', 'start_backend', 'load_data',
-           'Job', 'read_job', 'fit_batch', 'held_out', 'summarize', 'train', 'compile_summary', 'leak_line',
-           'print_summary', 'predict', 'blend', 'main', 'cache', 'plan']
+__all__ = ['DEFAULT_BACKEND', 'DEFAULT_JOB', 'SPEED_DEFAULTS', 'USER_ERRORS', 'speed_defaults', 'config_options', 'config_of',
+           'parser', 'pick_backend', 'read_csv', 'need_columns', 'texts_of', 'labels_of', 'default_data',
+           'write_predictions', 'device_class', 'start_backend', 'load_data', 'Job', 'read_job', 'fit_batch',
+           'held_out', 'summarize', 'train', 'compile_summary', 'leak_line', 'print_summary', 'predict', 'blend',
+           'main', 'cache', 'plan']
 
 # %% ../nbs/11_cli.ipynb #4008c66a
 DEFAULT_BACKEND = 'auto'   # `pick_backend`: the backend of the which-backend table for this machine
 
 # %% ../nbs/11_cli.ipynb #270c2692
 # batch_size: rows per step over all devices in the embedded job (per device = batch_size // devices)
-DEFAULT_JOB = dict(rows=2000, held_out=1000, buckets=4, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
+DEFAULT_JOB = dict(rows=2000, held_out=1000, max_len=64, epochs=1, batch_size=16)  # the embedded job's own settings
+
+# %% ../nbs/11_cli.ipynb #b7db185c
+SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where the command line names none, why)
+    'cpu': (dict(buckets=4, batch_size=16, precision='fp32'),
+            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows per step over all devices"),
+    'gpu': (dict(buckets=4, batch_size=32, precision='bf16'),
+            "length buckets as on a CPU; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per device"),
+    'tpu': (dict(buckets=4, batch_size=32, precision='bf16'),
+            "buckets chosen once for the whole run, so that each shape compiles once; bfloat16, the MXU's own; batch 32 per device; "
+            "not measured on a TPU yet"),
+}
+
+# %% ../nbs/11_cli.ipynb #24730b86
+def speed_defaults(
+    given,          # the speed options the command line (or the embedded job) already set: they win
+    device:str,     # 'cpu', 'gpu' or 'tpu' (`device_class`)
+    bf16:bool=True, # False: a GPU without bfloat16 (it keeps fp32)
+)->tuple:           # (the options to set, the log line saying what was chosen and why; None when nothing was)
+    "The speed options `tpututor train` chooses for `device` where none was given, and why"
+    opts, why = SPEED_DEFAULTS[device]
+    chosen = {k: v for k, v in opts.items() if k not in given}
+    if chosen.get('precision') == 'bf16' and not bf16: chosen['precision'], why = 'fp32', why + '; fp32: this GPU has no bfloat16'
+    if not chosen: return {}, None
+    words = {'buckets': lambda v: f'{v} length buckets' if v else 'padding to --max-len', 'batch_size': lambda v: f'batch {v}', 'precision': str}
+    flags = ', '.join('--' + k.replace('_', '-') for k in chosen)
+    return chosen, f"speed options for this {device.upper()}: {', '.join(words[k](v) for k, v in chosen.items())} ({why}); {flags} choose others"
 
 # %% ../nbs/11_cli.ipynb #8cad5302
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
@@ -53,6 +80,7 @@ def config_options(
         if name == 'return' or name in _DERIVED: continue
         typ, default = _type(d['anno']), d['default']
         job = f"; embedded job: {DEFAULT_JOB[name]}" if name in DEFAULT_JOB else ''
+        if name in SPEED_DEFAULTS['cpu'][0]: default = 'chosen for the device, ' + ', '.join(f'{k} {o[name]}' for k, (o, _) in SPEED_DEFAULTS.items())
         kw = dict(default=None, help=f"{d['docment']} (default: {default}{job})")
         if typ is bool: kw['action'] = argparse.BooleanOptionalAction
         else: kw.update(type=typ, metavar=name.upper())
@@ -298,6 +326,21 @@ def write_predictions(
 # %% ../nbs/11_cli.ipynb #b4849c44
 def _describe(backend)->str|None: return backend.describe() if hasattr(backend, 'describe') else None
 
+# %% ../nbs/11_cli.ipynb #fd37f5d9
+def device_class(backend)->str: # 'tpu', 'gpu' or 'cpu': the row of `SPEED_DEFAULTS` the run takes
+    "What `backend` trains on, as the speed defaults know it"
+    from tpututor.devices.frameworks import tpu_present
+    if tpu_present(): return 'tpu'
+    d = (_describe(backend) or '').lower()
+    return 'gpu' if 'cuda' in d or 'gpu' in d else 'cpu'
+
+def _bf16_gpu()->bool:
+    "Does this GPU compute in bfloat16 (Ampere and later)?"
+    try:
+        import torch
+        return torch.cuda.is_bf16_supported()
+    except Exception: return True   # no torch to ask: the backend's framework says so when it cannot
+
 # %% ../nbs/11_cli.ipynb #8c474ea4
 def start_backend(args): # the backend named by --backend, its devices started
     "The `--backend` backend; for keras, JAX started first: the virtual TPU's devices, and the hosts of a multi-host run joined"
@@ -365,9 +408,17 @@ def read_job(args)->Job:
     return job
 
 # %% ../nbs/11_cli.ipynb #2b6cd2dd
-def fit_batch(job:Job, backend)->TrainConfig: # the run's config, with the batch it trains with on `backend`
-    "The run's batch on this backend's devices (the embedded job's is global), refused when a fold has fewer rows than one step"
+def fit_batch(job:Job, backend)->TrainConfig: # the run's config, with the speed options and the batch it trains with on `backend`
+    "The run's speed options for this backend's device where none was given (logged), its batch on the devices (a CPU's and the embedded job's is global), refused when a fold has fewer rows than one step"
     cfg, args = job.cfg, job.args
+    dev = device_class(backend)
+    if args.backend != 'bow':   # the baseline has no batches, shapes or precision
+        given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (not args.data and k in DEFAULT_JOB)}
+        chosen, line = speed_defaults(given, dev, dev != 'gpu' or _bf16_gpu())
+        if 'batch_size' in chosen and dev == 'cpu':   # a CPU's devices are slices of the same cores: the rows per step stay the same
+            chosen['batch_size'] = max(1, chosen['batch_size'] * cfg.model_parallel // backend.replicas())
+        cfg = cfg.replace(**chosen)
+        if line: print(line)
     if not args.data and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
         cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] * cfg.model_parallel // backend.replicas()))
     fold_rows = len(job.df) - -(-len(job.df) // args.folds)   # training rows of the smallest fold

@@ -12,9 +12,9 @@ from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
 
 # %% auto #0
-__all__ = ['FRAMEWORKS', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config', 'tiny_checkpoint', 'try_model',
-           'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'module_file', 'code_hash', 'notebook_hash',
-           'versions']
+__all__ = ['FRAMEWORKS', 'RESULTS_URL', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
+           'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'module_file',
+           'code_hash', 'notebook_hash', 'versions', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
@@ -300,12 +300,27 @@ def notebook_hash(path)->str: # 16 hex digits
     return h.hexdigest()[:16]
 
 # %% ../nbs/12_testing.ipynb #c92f2134
-FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras', 'keras-hub', 'transformers', 'tokenizers')
+FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras', 'keras-hub', 'transformers', 'tokenizers', 'accelerate')
 
 def versions()->dict:
-    "Versions of the frameworks installed here (None for one that is not)"
+    "Versions of the frameworks installed here (None for one that is not); `accelerate` runs the Hugging Face Trainer"
     import importlib.metadata as md
     def v(d):
         try: return md.version(d)
         except md.PackageNotFoundError: return None
     return {d: v(d) for d in FRAMEWORKS}
+
+# %% ../nbs/12_testing.ipynb #ea6814bb
+RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the records of the published repository
+
+def recorded(
+    file:str,   # a file of bench/results: 'realruns.json' (returned parsed) or 'xla_buckets.md' (returned as text)
+):              # the record, from which a cell prints a measured figure
+    "A benchmark's record: this checkout's bench/results, else the published repository's (a notebook opened on Kaggle or Colab)"
+    import urllib.request, tpututor
+    roots = [Path(tpututor.__file__).resolve().parents[1], Path.cwd(), *Path.cwd().parents]
+    checkout = next((d / 'bench' / 'results' for d in roots if (d / 'bench' / 'results').is_dir()), None)
+    if checkout is not None and not (checkout / file).exists():
+        raise FileNotFoundError(f"{checkout / file} does not exist: record it with ./run.sh bench {file.split('.')[0].removesuffix('_runs')}")
+    text = (checkout / file).read_text() if checkout else urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
+    return json.loads(text) if file.endswith('.json') else text
