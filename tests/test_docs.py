@@ -249,13 +249,18 @@ def test_every_page_loads_clean(site, server, browser):
     assert not bad, json.dumps(bad, indent=1)
 
 def test_install_page(site, server, browser):
-    "The install page carries the latest `./run.sh compat` table: Kaggle's image versions and a result per notebook"
+    "The install page carries the Tested-on table and the latest compat run of each image: its versions and a result per notebook"
     assert not browser.problems(browser.open(server + 'install.html'))
     text = browser.js('document.body.innerText')
-    res = json.loads((ROOT / 'tools' / 'compat' / 'results.json').read_text())
-    assert "Tested against Kaggle's TPU image versions" in text and f"({res['date']})" in text, text[:2000]
-    assert f"torch_xla\t{res['versions']['torch_xla']}" in text, 'the versions table is not on the page'
-    for r in res['rows']: assert r['what'] in text, f"{r['what']} is missing from the install page"
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from tested_on import records
+    assert 'Tested on' in text and 'TPU\tnot yet' in text, 'the Tested-on table is not on the page'
+    for rec in records(): assert f"{rec['platform']}\t{rec['machine']}" in text, f'{rec} is missing from the Tested-on table'
+    for image, title in (('kaggle', "Kaggle's TPU image versions"), ('colab', "Colab's TPU runtime versions")):
+        res = json.loads((ROOT / 'tools' / 'compat' / f'results-{image}.json').read_text())
+        assert f"Tested against {title} ({res['date']})" in text, text[:2000]
+        assert f"torch_xla\t{res['versions']['torch_xla']}" in text and f"Python {res['python']}" in text, f'the {image} versions are not on the page'
+        for r in res['rows']: assert r['what'] in text, f"{image}: {r['what']} is missing from the install page"
 
 def test_api_entries(site, server, browser):
     "Every name in each module's `__all__` has an entry (a heading with that name and nbdev's anchor) on its page"
