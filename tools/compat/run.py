@@ -83,18 +83,25 @@ def notebook(arg:str)->str:
 def _pip(*args):
     return subprocess.run([sys.executable, '-m', 'pip', *args], capture_output=True, text=True)
 
-def as_shipped(image:str)->list:
-    "Uninstall what the image lacks (a notebook's first cell may have installed it): the next notebook starts from the image as shipped"
-    gone = [d for d in IMAGES[image]['lacks'] if _version(d)]
+def as_shipped(image:str, before:dict|None=None):
+    """Uninstall what the image lacks, and with `before` (an `installed()`) also put back what a notebook's first cell
+    added or replaced since: the next notebook starts from the image as shipped"""
+    now = installed()
+    gone = [d for d in now if d in IMAGES[image]['lacks'] or (before is not None and d not in before)]
     if gone: _pip('uninstall', '-y', *gone)
-    return gone
+    back = [f'{d}=={v}' for d, v in (before or {}).items() if d in now and now[d] != v]
+    if back: _pip('install', '-q', '--no-deps', *back)
 
-def installed_by(log:str)->list:
-    "The `pip install` lines a notebook's first cell printed (`install_missing` prints each step it runs)"
-    return list(dict.fromkeys(m.strip() for m in re.findall(r'^(pip install [^\n#]+?)\s*(?:#|$)', log, re.M)))
+def installed()->dict:
+    "Every installed distribution and its version"
+    return {d.metadata['Name'].lower().replace('_', '-'): d.version for d in md.distributions()}
+
+def installed_by(before:dict, after:dict)->list:
+    "What changed between two `installed()`: 'name version' added, 'name old -> new' replaced"
+    return [f'{k} {v}' if k not in before else f'{k} {before[k]} -> {v}' for k, v in sorted(after.items()) if before.get(k) != v]
 
 def run_notebook(image, name, logs)->dict:
-    as_shipped(image)
+    as_shipped(image); before = installed()
     cmd = [str(Path(sys.executable).parent / 'nbdev-test'), str(NBS / f'{name}.ipynb'), '--flags', 'slow']
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2'})
@@ -102,9 +109,9 @@ def run_notebook(image, name, logs)->dict:
     ok = r.returncode == 0 and 'Success.' in r.stdout
     row = {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': '' if ok else _tail(r.stdout + r.stderr)[0][:200]}
     if IMAGES[image]['lacks']:
-        added = installed_by(r.stdout + r.stderr)
-        row['detail'] = '; '.join(filter(None, [f"its first cell ran: {', '.join(f'`{a}`' for a in added)}" if added else '', row['detail']]))
-        as_shipped(image)
+        added = installed_by(before, installed())   # what the notebook's first cell (`install_missing`) installed
+        row['detail'] = '; '.join(filter(None, [f"its first cell installed {', '.join(added)}" if added else '', row['detail']]))
+        as_shipped(image, before)
     return row
 
 def run_job(image, logs)->dict:
