@@ -75,6 +75,14 @@ def test_compat_results_are_current():
     assert kaggle['versions']['torch_xla'].startswith('2.8') and colab['versions']['torch_xla'].startswith('2.9')
     assert kaggle['versions']['keras-hub'] and colab['versions']['tensorflow-cpu'] is None   # KerasHub is Kaggle's; neither TensorFlow on Colab
 
+def test_compat_notebook_names():
+    "`./run.sh compat` takes notebooks as paths under nbs/, with or without 'nbs/' and '.ipynb', and refuses one that is not there"
+    import pytest
+    compat = _compat()
+    for arg in ('tutorials/01_keras_kfold', 'nbs/tutorials/01_keras_kfold.ipynb', './nbs/tutorials/01_keras_kfold'):
+        assert compat.notebook(arg) == 'tutorials/01_keras_kfold', arg
+    with pytest.raises(SystemExit, match=r'no notebook nbs/lessons/99_none\.ipynb.*e\.g\. lessons/02_xla'): compat.notebook('lessons/99_none')
+
 def test_compat_code_hash():
     "The compat record's code hash follows what runs in tpututor/**/*.py (subfolders too), not its comments or docstrings"
     import shutil

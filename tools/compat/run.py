@@ -182,8 +182,8 @@ def main(argv):
     missing = [n for n in todo if not (NBS / f'{n}.ipynb').exists()]
     if missing: sys.exit(f"compat: {image}'s list names notebooks that do not exist: {missing}; edit IMAGES in {Path(__file__).relative_to(ROOT)} "
                          f"or name today's notebooks on the command line")
-    res = {'image': image, 'title': im['title'], 'date': datetime.date.today().isoformat(), 'python': platform.python_version(), 'pins': pins_hash(image),
-           'code': code_hash(), 'machine': machine(), 'command': im['command'], 'versions': versions(), 'rows': []}
+    res = {'image': image, 'title': im['title'], 'date': datetime.date.today().isoformat(), 'python': platform.python_version(),
+           'pins': pins_hash(image), 'code': code_hash(), 'machine': machine(), 'command': im['command'], 'versions': versions(), 'rows': []}
     old = json.loads(results_path(image, 'json').read_text()) if results_path(image, 'json').exists() else {}
     same = all(old.get(k) == res[k] for k in ('pins', 'code', 'python'))
     rows = {r['what']: r for r in old.get('rows', [])} if not everything and same else {}
