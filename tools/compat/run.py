@@ -188,22 +188,24 @@ def main(argv):
     same = all(old.get(k) == res[k] for k in ('pins', 'code', 'python'))
     rows = {r['what']: r for r in old.get('rows', [])} if not everything and same else {}
     if not everything and old and not same: print('== the pins, the package code or Python changed since the last run: its rows are dropped', flush=True)
-    for name in todo:
+    todo = [(n, lambda n=n: run_notebook(image, n, logs)) for n in todo]
+    todo += [(f'families {b}', lambda b=b: run_families(b, logs)) for b in (im['families'] if everything or 'families' in extra else [])]
+    todo += [(JOB, lambda: run_job(image, logs))] if everything or 'job' in extra else []
+    for name, run in todo:
         print(f'== {name}', flush=True)
-        rows[name] = run_notebook(image, name, logs)
-        print(f"   {'passed' if rows[name]['ok'] else 'FAILED: ' + rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
-    for b in im['families'] if everything or 'families' in extra else []:
-        name = f'families {b}'; print(f'== {name}', flush=True)
-        rows[name] = run_families(b, logs); print(f"   {rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
-    if everything or 'job' in extra:
-        print(f'== {JOB}', flush=True)
-        rows[JOB] = run_job(image, logs); print(f"   {rows[JOB]['detail']} in {rows[JOB]['seconds']}s", flush=True)
+        rows[name] = run()
+        print(f"   {'passed' if rows[name]['ok'] else 'FAILED'}{': ' * bool(rows[name]['detail'])}{rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
+        write(res, rows)   # after every row: a run stopped half-way keeps what it ran
+    print(table(res))
+    return 0 if all(r['ok'] for r in res['rows']) else 1
+
+def write(res:dict, rows:dict):
+    "Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the matrix, the job"
+    im = IMAGES[res['image']]
     order = list(dict.fromkeys([*im['notebooks'], *[r for r in rows if not r.startswith('families ') and r != JOB],
                                 *[f'families {b}' for b in im['families']], JOB]))
     res['rows'] = [rows[k] for k in order if k in rows]
-    for path, text in ((results_path(image, 'json'), json.dumps(res, indent=1) + '\n'), (results_path(image, 'md'), table(res))):
+    for path, text in ((results_path(res['image'], 'json'), json.dumps(res, indent=1) + '\n'), (results_path(res['image'], 'md'), table(res))):
         tmp = path.with_name(path.name + '.tmp'); tmp.write_text(text); tmp.replace(path)
-    print(table(res))
-    return 0 if all(r['ok'] for r in res['rows']) else 1
 
 if __name__ == '__main__': sys.exit(main(sys.argv[1:]))
