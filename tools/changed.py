@@ -4,13 +4,11 @@ Compared with where this branch left main (`git merge-base HEAD main`, or origin
 files included:
 - a notebook: its own test (tests/test_notebooks.py::test_notebook[...]); a tutorial: its TPU setting
   (test_tpu_setting[...]) and tests/test_project.py (the record of its small setting goes stale);
-- a module of the package: the notebook that exports it (`#| default_exp`), the test files that name it, and
-  tests/test_project.py (the compat records carry the package's code hash);
+- a module of the package: the notebook that exports it (`#| default_exp`) and the test files that name it;
 - a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py;
   tests/family_probe.py: tests/test_families.py);
-- bench/, tools/compat/, README.md, pyproject.toml, run.sh, tools/tested_on.py, this file: tests/test_project.py (recorded
-  results, README, sync); tools/docs/, and the records and code the install page's tables come from: tests/test_docs.py;
-  pyproject.toml also tests/test_wheel.py."""
+- bench/, tools/compat/, README.md, pyproject.toml, run.sh, this file: tests/test_project.py (recorded results, README, sync);
+  tools/docs/: tests/test_docs.py; pyproject.toml also tests/test_wheel.py."""
 import re, subprocess, sys
 from pathlib import Path
 
@@ -47,14 +45,13 @@ def targets(files)->list:
         elif f.startswith('tpututor/') and f.endswith('.py') and not Path(f).stem.startswith('_'):
             mod = Path(f).stem
             if mod in exported_by(): out.append(nb_test(exported_by()[mod]))
-            out += [str(t.relative_to(ROOT)) for t in tests if re.search(rf'tpututor\.{mod}\b', t.read_text())] + ['tests/test_project.py']
+            out += [str(t.relative_to(ROOT)) for t in tests if re.search(rf'tpututor\.{mod}\b', t.read_text())]
         elif f == 'tests/conftest.py': return ['tests']
         elif f == 'tests/contract_probe.py': out.append('tests/test_backends.py')
         elif f == 'tests/family_probe.py': out.append('tests/test_families.py')
         elif f.startswith('tests/test_') and f.endswith('.py') and p.exists(): out.append(f)
-        elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'run.sh', 'tools/make_readme.py', 'tools/changed.py', 'tools/tested_on.py'):
+        elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'run.sh', 'tools/make_readme.py', 'tools/changed.py'):
             out.append('tests/test_project.py')
-            if f.startswith(('bench/results/', 'tools/compat/results-')) or f == 'tools/tested_on.py': out.append('tests/test_docs.py')   # the install page's tables
             if f == 'pyproject.toml': out.append('tests/test_wheel.py')
         elif f.startswith('tools/docs/'): out.append('tests/test_docs.py')
     return list(dict.fromkeys(out))
