@@ -153,8 +153,8 @@ def table(res)->str:
     lines = [f"## Tested against {im['title']} ({res['date']})", '',
              f"`{im['command']}` builds an environment from `tools/compat/{im['pins']}` (the image's versions, read from its "
              f"build files on the date in that file) and runs there what the docs send its users to. Python {res['python']} "
-             f"(the image has {im['python']}) on {res['machine']}, with the CPU builds of the same torch and torch_xla versions: "
-             f"this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`.", '',
+             f"(the image has {im['python']}) on {res['machine']}, with PyPI's builds of the same torch and torch_xla versions "
+             f"on the CPU: this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`.", '',
              '| package | version |', '|---|---|']
     lines += [f'| {d} | {v[d] or "not installed"} |' for d in DISTS if d in v]
     lines += ['', '| notebook or job | result | seconds | detail |', '|---|---|---|---|']
