@@ -70,7 +70,7 @@ def _tail(text, n=1):
     lines = [l for l in text.strip().splitlines() if l.strip()]
     err = [l for l in lines if 'Error' in l or 'error:' in l]
     cell = re.findall(r'While Executing Cell #(\d+)', text)
-    return [f'cell {cell[-1]}: ' * bool(cell) + l.strip() for l in (err or lines or [''])[-n:]]
+    return [(f'cell {cell[-1]}: ' if cell else '') + l.strip() for l in (err or lines or [''])[-n:]]
 
 def notebook(arg:str)->str:
     "A notebook named on the command line as its path under nbs/ without '.ipynb' (also accepts 'nbs/...' and '.ipynb')"
@@ -107,7 +107,9 @@ def run_notebook(image, name, logs)->dict:
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2'})
     (logs / f"{name.replace('/', '_')}.log").write_text(r.stdout + '\n' + r.stderr)
     ok = r.returncode == 0 and 'Success.' in r.stdout
-    row = {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': '' if ok else _tail(r.stdout + r.stderr)[0][:200]}
+    why = '' if ok else _tail(r.stdout + r.stderr)[0][:200] if 'While Executing Cell' in r.stdout + r.stderr else \
+          f"nbdev-test {'was killed by signal ' + str(-r.returncode) if r.returncode < 0 else 'exited ' + str(r.returncode)}: {_tail(r.stdout + r.stderr)[0][:160]}"
+    row = {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': why}
     if IMAGES[image]['lacks']:
         added = installed_by(before, installed())   # what the notebook's first cell (`install_missing`) installed
         row['detail'] = '; '.join(filter(None, [f"its first cell installed {', '.join(added)}" if added else '', row['detail']]))
