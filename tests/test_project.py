@@ -100,6 +100,13 @@ def test_compat_code_hash():
     assert tree(tmp, {**base, 'tpututor/c.py': 'Z = 1\n'}) != h                 # a new module
     assert tree(tmp, {'tpututor/b.py': 'def f(x): return x + 1\n', 'tpututor/sub/b.py': 'Y = 2\n'}) != h   # a module moved
     shutil.rmtree(tmp)
+    # the same hash on every Python: the records are written on the images' (3.12, 3.13), this test runs on the project's
+    import glob, os
+    pys = sorted(glob.glob(os.path.expanduser('~/.pyenv/versions/3.1[0-3].*/bin/python')))
+    code = "import importlib.util as u, sys; s = u.spec_from_file_location('r', sys.argv[1]); m = u.module_from_spec(s); s.loader.exec_module(m); print(m.code_hash())"
+    for py in pys:
+        r = subprocess.run([py, '-c', code, str(ROOT / 'tools' / 'compat' / 'run.py')], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.strip() == compat.code_hash(), (py, r.stdout, r.stderr[-2000:])
 
 def test_tested_on_table(tmp_path):
     "The Tested-on table comes from the records: a row per kind of run with its machine and latest date, 'not yet' where none ran"

@@ -43,6 +43,14 @@ JOB = 'default job'
 
 def pins_hash(image:str)->str: return hashlib.sha256((HERE / IMAGES[image]['pins']).read_bytes()).hexdigest()[:12]
 
+def _canon(node)->str:
+    "An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them or not by version)"
+    if isinstance(node, ast.AST):
+        fields = [f'{f}={_canon(v)}' for f, v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list): return '[' + ', '.join(map(_canon, node)) + ']'
+    return repr(node)
+
 def _code(path:Path)->str:
     "The code of a Python file without its docstrings and comments (what runs, not what it says)"
     tree = ast.parse(path.read_text())
@@ -50,7 +58,7 @@ def _code(path:Path)->str:
         body = getattr(node, 'body', None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
            and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    return _canon(tree)
 
 def code_hash(root:Path=ROOT)->str:
     "A hash of the package's code, every tpututor/**/*.py by its path: it changes when what runs changes, not its comments"
