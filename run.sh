@@ -2,12 +2,14 @@
 # Sets this checkout up (once; fast when already done) and runs one job in it.
 #   ./run.sh train [ARGS]   k-fold fine-tune + ensemble (`tpututor train --help` for ARGS)
 #   ./run.sh test [ARGS]    every notebook, the pytest suite and the nbdev checks, on both cores (pytest-xdist);
-#                           ARGS: notebooks (nbs/09_keras.ipynb), test files, -k EXPR, or --changed (what changed since main)
+#                           ARGS: notebooks (nbs/backends/02_keras.ipynb), test files, -k EXPR, or --changed (what changed since main)
 #   ./run.sh bench [NAME]   the benchmarks in bench/ (bench/run.py); --stale: only what is stale, then the notebook
 #                           outputs that show records; --smoke: every bench on tiny shapes; --check: what is stale
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
-#   ./run.sh compat [NB...] the keras and xla notebooks and the default job in a second environment with Kaggle's
-#                           TPU-image versions (tools/compat/kaggle-tpu.txt); writes tools/compat/results.md
+#   ./run.sh compat [colab] [NB...] [families] [job]
+#                           the notebooks and the default job in an environment with the versions of Kaggle's TPU image
+#                           (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) or, with `colab`, of Colab's TPU runtime
+#                           (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt); writes tools/compat/results-IMAGE.md
 #   ./run.sh shell CMD...   any command inside the project's environment
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,10 +18,26 @@ case "$job" in
   train) extras="all" ;;
   bench) extras="all,bench" ;;
   test|shell|docs) extras="all,dev,docs,bench" ;;
-  # Kaggle's image: no tf-keras and transformers 5, so no `tf` extra; the pins are installed as constraints too,
-  # so pip fails here if the keras or xla extra does not admit the image's versions.
-  compat) extras="keras,xla,dev,bench"; pins=tools/compat/kaggle-tpu.txt; TPUTUTOR_VENV=${TPUTUTOR_COMPAT_VENV:-.venv-compat} ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  # The pins are installed as constraints too, so pip fails here if an extra does not admit the image's versions.
+  # Kaggle's image: transformers 5 and no tf-keras for it, so no `tf` extra. Colab's: no KerasHub and no TensorFlow, so
+  # neither `keras` nor `tf` (the Keras tutorials' first cell adds KerasHub, as it does there).
+  compat)
+    image=kaggle; case "${1:-}" in colab|kaggle) image=$1; shift ;; esac
+    if [ "$image" = colab ]; then extras="xla,dev,bench"; pyver=3.13; TPUTUTOR_VENV=${TPUTUTOR_COLAB_VENV:-.venv-colab}
+    else extras="keras,xla,dev,bench"; pyver=3.12; TPUTUTOR_VENV=${TPUTUTOR_COMPAT_VENV:-.venv-compat}; fi
+    pins=tools/compat/$image-tpu.txt
+    # the image's Python: pyenv's newest of that line, else python3.12 / python3.13 from PATH (one that runs: pyenv's shims
+    # fail for versions not selected); PYTHON names another
+    if [ -z "${PYTHON:-}" ]; then
+      PYTHON=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$pyver".*/bin/python 2>/dev/null | sort -V | tail -1 || true)
+      [ -n "$PYTHON" ] || ! "python$pyver" -c '' 2>/dev/null || PYTHON=$(command -v "python$pyver")
+      [ -n "$PYTHON" ] || { echo "compat: $image's stand-in needs Python $pyver: install it (pyenv install $pyver) or set PYTHON=/path/to/python$pyver" >&2; exit 2; }
+    fi
+    # a venv left by an older run on another Python is made again
+    if [ -x "$TPUTUTOR_VENV/bin/python" ] && [ "$("$TPUTUTOR_VENV/bin/python" -c 'import sys; print(*sys.version_info[:2], sep=".")')" != "$pyver" ]; then
+      echo "== $TPUTUTOR_VENV has another Python than $pyver: making it again"; rm -rf "$TPUTUTOR_VENV"
+    fi ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}
@@ -50,7 +68,7 @@ case "$job" in
   train) exec tpututor train "$@" ;;
   bench) exec python bench/run.py "$@" ;;
   docs)  exec python tools/docs/build.py "$@" ;;
-  compat) exec python tools/compat/run.py "$@" ;;
+  compat) exec python tools/compat/run.py "$image" "$@" ;;
   shell) exec "$@" ;;
   test)
     # Notebooks given by path become their test in tests/test_notebooks.py; --changed becomes what tools/changed.py finds.

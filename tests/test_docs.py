@@ -390,13 +390,21 @@ def test_readable_finds_what_a_reader_cannot_read(server, browser):
         assert what in found, f'{what!r} not found in:\n{found}'
 
 def test_install_page(site, server, browser):
-    "The install page carries the latest `./run.sh compat` table: Kaggle's image versions and a result per notebook"
+    "The install page carries the Tested-on table and the latest compat run of each image: its versions and a result per notebook"
     assert not browser.problems(browser.open(server + 'install.html'))
     text = browser.js('document.body.innerText')
-    res = json.loads((ROOT / 'tools' / 'compat' / 'results.json').read_text())
-    assert "Tested against Kaggle's TPU image versions" in text and f"({res['date']})" in text, text[:2000]
-    assert f"torch_xla\t{res['versions']['torch_xla']}" in text, 'the versions table is not on the page'
-    for r in res['rows']: assert r['what'] in text, f"{r['what']} is missing from the install page"
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from tested_on import records, tested_on
+    assert 'Tested on' in text, 'the Tested-on section is not on the page'
+    for row in tested_on().strip().splitlines()[2:]:   # each row as the browser reads it: platform, machine, then the rest
+        cells = [c.strip().replace('`', '') for c in row.strip('|').split('|')]
+        assert '\t'.join(cells[:2]) in text and cells[3] in text, f'{row} is missing from the Tested-on table'
+    if not any(r['platform'] == 'TPU' for r in records()): assert 'TPU\tnot yet' in text, 'no TPU record, yet the table does not say "not yet"'
+    for image, title in (('kaggle', "Kaggle's TPU image versions"), ('colab', "Colab's TPU runtime versions")):
+        res = json.loads((ROOT / 'tools' / 'compat' / f'results-{image}.json').read_text())
+        assert f"Tested against {title} ({res['date']})" in text, text[:2000]
+        assert f"torch_xla\t{res['versions']['torch_xla']}" in text and f"Python {res['python']}" in text, f'the {image} versions are not on the page'
+        for r in res['rows']: assert r['what'] in text, f"{image}: {r['what']} is missing from the install page"
 
 def widget_page():
     "The page of the bfloat16 lesson that holds the explorer widget"

@@ -9,6 +9,7 @@ import json, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tools'))
 
 def _src(cell): return ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
 
@@ -21,14 +22,16 @@ def _outputs(cell):
         if txt: yield ''.join(txt).rstrip()
 
 def readme(nb_path) -> str:
-    "README.md text for the notebook at `nb_path`"
+    "README.md text for the notebook at `nb_path`; a markdown line `<!-- tested-on -->` becomes the Tested-on table"
+    from tested_on import MARKER, tested_on
     parts = []
     for cell in json.loads(Path(nb_path).read_text())['cells']:
         src = _src(cell)
         if 'hide' in _directives(src): continue
         body = '\n'.join(l for l in src.splitlines() if not l.startswith('#|')).strip()
         if not body: continue
-        if cell['cell_type'] == 'markdown': parts.append(body)
+        if cell['cell_type'] == 'markdown':
+            parts.append('\n'.join(tested_on().strip() if l.strip() == MARKER else l for l in body.splitlines()))
         elif cell['cell_type'] == 'code':
             parts.append(f'```python\n{body}\n```')
             parts.extend(f'```\n{o}\n```' for o in _outputs(cell))

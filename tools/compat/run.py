@@ -1,72 +1,149 @@
-"""The keras and xla notebooks and the CLI's default job, run in an environment with Kaggle's TPU-image versions.
+"""The notebooks and the CLI's default job, run in environments with the versions of Kaggle's and Colab's TPU images.
 
-`./run.sh compat` builds that environment (.venv-compat, from tools/compat/kaggle-tpu.txt) and runs this script in it.
-Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then the default
-job (`tpututor train`, 5 folds on the embedded data). The result table goes to tools/compat/results.md (shown on the
-docs' install page) and results.json; full logs to runs/compat/.
-    ./run.sh compat                  everything (about 30 minutes on 2 CPU cores)
-    ./run.sh compat 09_keras ...     only these notebooks (no default job); the table keeps the other rows
-    ./run.sh compat families         only the family matrix (keras and xla), also written to bench/results/families.json
+`./run.sh compat` builds the Kaggle stand-in (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) and runs this
+script in it; `./run.sh compat colab` builds the Colab stand-in (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt).
+Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then, for Kaggle,
+the family matrix; then the default job (`tpututor train`, 5 folds on the embedded data). Results go to
+tools/compat/results-IMAGE.md (shown on the docs' install page) and results-IMAGE.json, with the Python and framework
+versions, the date, the pin file's hash and the package code's hash; full logs to runs/compat/IMAGE/.
+    ./run.sh compat [colab]                  everything (Kaggle: about 45 minutes on 2 CPU cores; Colab: about 25)
+    ./run.sh compat [colab] lessons/02_xla   only these notebooks (paths under nbs/, '.ipynb' optional); the table keeps
+                                             the other rows while the pins, the package code and Python are unchanged
+    ./run.sh compat [colab] ... families job also the family matrix (Kaggle) or the default job; alone, only those
 """
-import datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
+import ast, datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
-PINS = HERE / 'kaggle-tpu.txt'
-LOGS = ROOT / 'runs' / 'compat'
-# The lessons, library pages and tutorials of the two backends that must run on the image as shipped, and the
-# lesson on frameworks sharing a process (the image has TensorFlow's CPU build beside JAX and torch_xla).
-NOTEBOOKS = ['02_xla', '03_frameworks', '03a_jax', '09_keras', '10_torchxla',
-             'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores']
+NBS = ROOT / 'nbs'
+
+# What runs on each image: the notebooks as paths under nbs/ (the lists to edit when notebooks move), the family
+# matrix's backends, and the default job's arguments.
+IMAGES = {
+    # The lessons, library pages and tutorials of the keras and xla paths, and the lesson on frameworks sharing a process
+    # (the image has TensorFlow's CPU build beside JAX and torch_xla).
+    'kaggle': dict(
+        title="Kaggle's TPU image versions", python='3.12', pins='kaggle-tpu.txt', command='./run.sh compat',
+        notebooks=['lessons/02_xla', 'lessons/03_frameworks', 'lessons/03a_jax',
+                   'devices/01_frameworks', 'devices/03_jax', 'devices/07_xla',
+                   'models/03_convert', 'models/04_llm', 'backends/02_keras', 'backends/04_xla',
+                   'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/05_llm_classifier'],
+        families=['keras', 'xla'], job=[], lacks=[]),
+    # What the docs send Colab users to: the tutorials of the backend the install page recommends there (xla, as
+    # shipped) and the default job on it; the Keras tutorials, whose first cell adds KerasHub, which the runtime lacks.
+    'colab': dict(
+        title="Colab's TPU runtime versions", python='3.13', pins='colab-tpu.txt', command='./run.sh compat colab',
+        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold', 'tutorials/05_llm_classifier'],
+        families=[], job=['--backend', 'xla'], lacks=['keras-hub']),
+}
 DISTS = ['torch', 'torch_xla', 'transformers', 'accelerate', 'jax', 'jaxlib', 'keras', 'keras-hub', 'tensorflow-cpu',
-         'tokenizers', 'numpy']
+         'torchax', 'flax', 'tokenizers', 'numpy']
 JOB = 'default job'
-FAMILIES = ['families keras', 'families xla']   # the family matrix (bench/bench_families.py), recorded under 'kaggle'
 
-def pins_hash()->str: return hashlib.sha256(PINS.read_bytes()).hexdigest()[:12]
+def pins_hash(image:str)->str: return hashlib.sha256((HERE / IMAGES[image]['pins']).read_bytes()).hexdigest()[:12]
 
-def versions()->dict: return {d: (md.version(d) if _has(d) else None) for d in DISTS}
+def _canon(node)->str:
+    "An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them or not by version)"
+    if isinstance(node, ast.AST):
+        fields = [f'{f}={_canon(v)}' for f, v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list): return '[' + ', '.join(map(_canon, node)) + ']'
+    return repr(node)
 
-def _has(d):
-    try: md.version(d); return True
-    except md.PackageNotFoundError: return False
+def _code(path:Path)->str:
+    "The code of a Python file without its docstrings and comments (what runs, not what it says)"
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, 'body', None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
+           and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
+    return _canon(tree)
+
+def code_hash(root:Path=ROOT)->str:
+    "A hash of the package's code, every tpututor/**/*.py by its path: it changes when what runs changes, not its comments"
+    h = hashlib.sha256()
+    for p in sorted((root / 'tpututor').rglob('*.py')):
+        if '__pycache__' not in p.parts: h.update(p.relative_to(root).as_posix().encode() + b'\0' + _code(p).encode() + b'\0')
+    return h.hexdigest()[:16]
+
+def versions()->dict: return {d: _version(d) for d in DISTS}
+
+def _version(d):
+    try: return md.version(d)
+    except md.PackageNotFoundError: return None
 
 def _tail(text, n=1):
     "The last error line of a log, after the notebook cell it came from"
     lines = [l for l in text.strip().splitlines() if l.strip()]
     err = [l for l in lines if 'Error' in l or 'error:' in l]
     cell = re.findall(r'While Executing Cell #(\d+)', text)
-    return [f'cell {cell[-1]}: ' * bool(cell) + l.strip() for l in (err or lines or [''])[-n:]]
+    return [(f'cell {cell[-1]}: ' if cell else '') + l.strip() for l in (err or lines or [''])[-n:]]
 
-def run_notebook(name)->dict:
-    nb = ROOT / 'nbs' / f'{name}.ipynb'
-    cmd = [str(Path(sys.executable).parent / 'nbdev-test'), str(nb), '--flags', 'slow']
+def notebook(arg:str)->str:
+    "A notebook named on the command line as its path under nbs/ without '.ipynb' (also accepts 'nbs/...' and '.ipynb')"
+    name = re.sub(r'\.ipynb$', '', re.sub(r'^(\./)?nbs/', '', arg.strip()))
+    if not (NBS / f'{name}.ipynb').exists():
+        sys.exit(f"compat: no notebook nbs/{name}.ipynb (from {arg!r}); name notebooks by their path under nbs/, "
+                 f"e.g. lessons/02_xla or tutorials/01_keras_kfold")
+    return name
+
+def _pip(*args):
+    return subprocess.run([sys.executable, '-m', 'pip', *args], capture_output=True, text=True)
+
+def as_shipped(image:str, before:dict|None=None):
+    """Uninstall what the image lacks, and with `before` (an `installed()`) also put back what a notebook's first cell
+    added or replaced since: the next notebook starts from the image as shipped"""
+    now = installed()
+    gone = [d for d in now if d in IMAGES[image]['lacks'] or (before is not None and d not in before)]
+    if gone: _pip('uninstall', '-y', *gone)
+    back = [f'{d}=={v}' for d, v in (before or {}).items() if d in now and now[d] != v]
+    if back: _pip('install', '-q', '--no-deps', *back)
+
+def installed()->dict:
+    "Every installed distribution and its version"
+    return {d.metadata['Name'].lower().replace('_', '-'): d.version for d in md.distributions()}
+
+def installed_by(before:dict, after:dict)->list:
+    "What changed between two `installed()`: 'name version' added, 'name old -> new' replaced"
+    return [f'{k} {v}' if k not in before else f'{k} {before[k]} -> {v}' for k, v in sorted(after.items()) if before.get(k) != v]
+
+def run_notebook(image, name, logs)->dict:
+    as_shipped(image); before = installed()
+    cmd = [str(Path(sys.executable).parent / 'nbdev-test'), str(NBS / f'{name}.ipynb'), '--flags', 'slow']
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2'})
-    log = LOGS / f"{name.replace('/', '_')}.log"; log.write_text(r.stdout + '\n' + r.stderr)
+    (logs / f"{name.replace('/', '_')}.log").write_text(r.stdout + '\n' + r.stderr)
     ok = r.returncode == 0 and 'Success.' in r.stdout
-    return {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': '' if ok else _tail(r.stdout + r.stderr)[0][:200]}
+    why = '' if ok else _tail(r.stdout + r.stderr)[0][:200] if 'While Executing Cell' in r.stdout + r.stderr else \
+          f"nbdev-test {'was killed by signal ' + str(-r.returncode) if r.returncode < 0 else 'exited ' + str(r.returncode)}: {_tail(r.stdout + r.stderr)[0][:160]}"
+    row = {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': why}
+    if IMAGES[image]['lacks']:
+        added = installed_by(before, installed())   # what the notebook's first cell (`install_missing`) installed
+        row['detail'] = '; '.join(filter(None, [f"its first cell installed {', '.join(added)}" if added else '', row['detail']]))
+        as_shipped(image, before)
+    return row
 
-def run_job()->dict:
-    out = LOGS / 'train'
-    cmd = [str(Path(sys.executable).parent / 'tpututor'), 'train', '--out', str(out), '--overwrite']
+def run_job(image, logs)->dict:
+    out = logs / 'train'
+    cmd = [str(Path(sys.executable).parent / 'tpututor'), 'train', *IMAGES[image]['job'], '--out', str(out), '--overwrite']
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    (LOGS / 'train.log').write_text(r.stdout + '\n' + r.stderr)
+    (logs / 'train.log').write_text(r.stdout + '\n' + r.stderr)
     row = {'what': JOB, 'ok': r.returncode == 0, 'seconds': round(time.time() - t0)}
     if row['ok']:
         s = json.loads((out / 'summary.json').read_text())
-        row['detail'] = (f"backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f", out-of-fold accuracy {s['oof']['accuracy']:.3f}, "
+        row['detail'] = (f"`{' '.join(['tpututor train', *IMAGES[image]['job']])}`: backend {s['backend']}"
+                         + (f" ({s['devices']})" if s.get('devices') else '') + f", out-of-fold accuracy {s['oof']['accuracy']:.3f}, "
                          f"held-out {s['held_out']['accuracy']:.3f}")
         row['scores'] = {'oof': s['oof'], 'held_out': s['held_out']}
     else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
     return row
 
-def run_families(backend)->dict:
+def run_families(backend, logs)->dict:
     t0 = time.time()
     r = subprocess.run([sys.executable, str(ROOT/'bench'/'bench_families.py'), backend, '--key', 'kaggle'], capture_output=True, text=True, cwd=ROOT)
-    (LOGS / f'families_{backend}.log').write_text(r.stdout + '\n' + r.stderr)
+    (logs / f'families_{backend}.log').write_text(r.stdout + '\n' + r.stderr)
     row = {'what': f'families {backend}', 'ok': r.returncode == 0, 'seconds': round(time.time() - t0)}
     if row['ok']:
         rows = json.loads((ROOT/'bench'/'results'/'families.json').read_text())['kaggle'][backend]['rows']
@@ -78,47 +155,67 @@ def run_families(backend)->dict:
     else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
     return row
 
+def results_path(image, ext)->Path: return HERE / f'results-{image}.{ext}'
+
 def table(res)->str:
-    v = res['versions']
-    lines = [f"## Tested against Kaggle's TPU image versions ({res['date']})", '',
-             f"`./run.sh compat` builds a second environment from `tools/compat/kaggle-tpu.txt` (Kaggle's TPU image, "
-             f"read from its Dockerfile and requirements on the date in that file) and runs the keras and xla "
-             f"notebooks and the default job there. Python {res['python']} on {res['machine']}; the image has "
-             f"Python 3.12, and the TPU wheels of the same torch and torch_xla versions (this machine has no TPU).", '',
+    "The markdown section of one image's results, as the install page shows it"
+    im, v = IMAGES[res['image']], res['versions']
+    lines = [f"## Tested against {im['title']} ({res['date']})", '',
+             f"`{im['command']}` builds an environment from `tools/compat/{im['pins']}` (the image's versions, read from its "
+             f"build files on the date in that file) and runs there what the docs send its users to. Python {res['python']} "
+             f"(the image has {im['python']}) on {res['machine']}, with PyPI's builds of the same torch and torch_xla versions "
+             f"on the CPU: this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`.", '',
              '| package | version |', '|---|---|']
-    lines += [f'| {d} | {v[d] or "not installed"} |' for d in DISTS]
+    lines += [f'| {d} | {v[d] or "not installed"} |' for d in DISTS if d in v]
     lines += ['', '| notebook or job | result | seconds | detail |', '|---|---|---|---|']
     lines += [f"| {r['what']} | {'passed' if r['ok'] else '**failed**'} | {r['seconds']} | {r.get('detail', '')} |" for r in res['rows']]
     n_ok = sum(r['ok'] for r in res['rows'])
     lines += ['', f"{n_ok} of {len(res['rows'])} passed in {sum(r['seconds'] for r in res['rows']) / 60:.0f} minutes."]
     return '\n'.join(lines) + '\n'
 
+def machine()->str:
+    from tpututor.meter import host_name
+    return host_name()
+
 def main(argv):
+    image = argv.pop(0) if argv and argv[0] in IMAGES else 'kaggle'
     if argv and argv[0] in ('-h', '--help'): print(__doc__); return 0
-    fam = 'families' in argv; argv = [a for a in argv if a != 'families']
-    unknown = [a for a in argv if a not in NOTEBOOKS]
-    if unknown: sys.exit(f"compat: unknown notebook(s) {unknown}; choose from {NOTEBOOKS}")
-    LOGS.mkdir(parents=True, exist_ok=True)
-    todo = argv if argv or fam else NOTEBOOKS
-    old = json.loads((HERE / 'results.json').read_text()) if (HERE / 'results.json').exists() else {}
-    rows = {r['what']: r for r in old.get('rows', [])} if (argv or fam) and old.get('pins') == pins_hash() else {}
-    for name in todo:
+    im = IMAGES[image]
+    if platform.python_version().rsplit('.', 1)[0] != im['python']:
+        sys.exit(f"compat: {im['title']} has Python {im['python']}, this is {platform.python_version()}: run it as `{im['command']}`")
+    extra = {a for a in argv if a in ('families', 'job')}
+    if 'families' in extra and not im['families']: sys.exit(f"compat: no family matrix on {image}'s stand-in")
+    asked = [notebook(a) for a in argv if a not in extra]
+    logs = ROOT / 'runs' / 'compat' / image; logs.mkdir(parents=True, exist_ok=True)
+    everything = not argv
+    todo = im['notebooks'] if everything else asked
+    missing = [n for n in todo if not (NBS / f'{n}.ipynb').exists()]
+    if missing: sys.exit(f"compat: {image}'s list names notebooks that do not exist: {missing}; edit IMAGES in {Path(__file__).relative_to(ROOT)} "
+                         f"or name today's notebooks on the command line")
+    res = {'image': image, 'title': im['title'], 'date': datetime.date.today().isoformat(), 'python': platform.python_version(),
+           'pins': pins_hash(image), 'code': code_hash(), 'machine': machine(), 'command': im['command'], 'versions': versions(), 'rows': []}
+    old = json.loads(results_path(image, 'json').read_text()) if results_path(image, 'json').exists() else {}
+    same = all(old.get(k) == res[k] for k in ('pins', 'code', 'python'))
+    rows = {r['what']: r for r in old.get('rows', [])} if not everything and same else {}
+    if not everything and old and not same: print('== the pins, the package code or Python changed since the last run: its rows are dropped', flush=True)
+    todo = [(n, lambda n=n: run_notebook(image, n, logs)) for n in todo]
+    todo += [(f'families {b}', lambda b=b: run_families(b, logs)) for b in (im['families'] if everything or 'families' in extra else [])]
+    todo += [(JOB, lambda: run_job(image, logs))] if everything or 'job' in extra else []
+    for name, run in todo:
         print(f'== {name}', flush=True)
-        rows[name] = run_notebook(name)
-        print(f"   {'passed' if rows[name]['ok'] else 'FAILED: ' + rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
-    if fam or not argv:
-        for name in FAMILIES:
-            print(f'== {name}', flush=True)
-            rows[name] = run_families(name.split()[1]); print(f"   {rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
-    if not argv and not fam:
-        print(f'== {JOB}', flush=True)
-        rows[JOB] = run_job(); print(f"   {rows[JOB]['detail']} in {rows[JOB]['seconds']}s", flush=True)
-    res = {'date': datetime.date.today().isoformat(), 'pins': pins_hash(), 'python': platform.python_version(),
-           'machine': f'{os.cpu_count()} CPU cores', 'versions': versions(),
-           'rows': [rows[k] for k in NOTEBOOKS + FAMILIES + [JOB] if k in rows]}
-    for name, text in (('results.json', json.dumps(res, indent=1) + '\n'), ('results.md', table(res))):
-        tmp = HERE / (name + '.tmp'); tmp.write_text(text); tmp.replace(HERE / name)
+        rows[name] = run()
+        print(f"   {'passed' if rows[name]['ok'] else 'FAILED'}{': ' * bool(rows[name]['detail'])}{rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
+        write(res, rows)   # after every row: a run stopped half-way keeps what it ran
     print(table(res))
     return 0 if all(r['ok'] for r in res['rows']) else 1
+
+def write(res:dict, rows:dict):
+    "Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the matrix, the job"
+    im = IMAGES[res['image']]
+    order = list(dict.fromkeys([*im['notebooks'], *[r for r in rows if not r.startswith('families ') and r != JOB],
+                                *[f'families {b}' for b in im['families']], JOB]))
+    res['rows'] = [rows[k] for k in order if k in rows]
+    for path, text in ((results_path(res['image'], 'json'), json.dumps(res, indent=1) + '\n'), (results_path(res['image'], 'md'), table(res))):
+        tmp = path.with_name(path.name + '.tmp'); tmp.write_text(text); tmp.replace(path)
 
 if __name__ == '__main__': sys.exit(main(sys.argv[1:]))

@@ -400,10 +400,18 @@ def performance_page():
     return '\n'.join(parts)
 
 def install_page():
-    "tools/docs/install.md, then the latest `./run.sh compat` table (tools/compat/results.md)"
-    res = ROOT / 'tools' / 'compat' / 'results.md'
-    return (HERE / 'install.md').read_text().strip() + '\n\n' + (res.read_text().strip() if res.exists() else
-            '## Tested against Kaggle\'s TPU image versions\n\n`./run.sh compat` has not written results yet.') + '\n'
+    """tools/docs/install.md, the Tested-on table (tools/tested_on.py) and the latest compat run of each image
+    (tools/compat/results-kaggle.md from `./run.sh compat`, results-colab.md from `./run.sh compat colab`)"""
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from tested_on import tested_on
+    parts = [(HERE / 'install.md').read_text().strip(),
+             '## Tested on\n\nWhere this code has run, from the records the benchmarks and the compat runs write (a row '
+             'appears when a record does):\n\n' + tested_on().strip()]
+    for image, title, cmd in (('kaggle', "Kaggle's TPU image versions", './run.sh compat'),
+                              ('colab', "Colab's TPU runtime versions", './run.sh compat colab')):
+        res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
+        parts.append(res.read_text().strip() if res.exists() else f'## Tested against {title}\n\n`{cmd}` has not written results yet.')
+    return '\n\n'.join(parts) + '\n'
 
 def layout_sources(src, done):
     "The page 'How the code is laid out' (layout.md) and its picture (layout.svg) in `src`, from tpututor's source; the rule breaks found"
