@@ -147,7 +147,8 @@ def _text(cell): return ''.join(cell['source'])
 def test_lessons_end_with_exercises_and_reading():
     "Every lesson ends with 2-3 predict-then-run exercises, each with a cell to run and a folded answer, then further reading"
     import re
-    assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '02_xla', '03_frameworks', '03a_jax'], LESSONS
+    assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
+                                         '03_frameworks', '03a_jax'], LESSONS
     for nb in LESSONS:
         cells = _cells(nb)
         heads = [(i, _text(c)) for i, c in enumerate(cells) if c['cell_type'] == 'markdown']
@@ -190,7 +191,7 @@ def test_no_stored_output_shows_an_impossible_mfu():
 
 def test_migration_table():
     "One table in the XLA lesson maps the classic notebooks' torch_xla, TF and tokenizer calls to today's"
-    rows = [l for c in _cells(NBS / 'lessons' / '02_xla.ipynb') if c['cell_type'] == 'markdown' for l in _text(c).splitlines() if l.startswith('|')]
+    rows = [l for c in _cells(NBS / 'lessons' / '02b_xla_devices.ipynb') if c['cell_type'] == 'markdown' for l in _text(c).splitlines() if l.startswith('|')]
     def row(old): return next((r for r in rows if old in r.split('|')[1]), '')
     for old, new in [('xla_device', 'torch_xla.device'), ('mark_step', 'torch_xla.sync'), ('xrt_world_size', 'world_size'),
                      ('xmp.spawn', 'torch_xla.launch'), ('experimental_run_v2', 'strategy.run'), ('XLA_USE_BF16', 'autocast'),
