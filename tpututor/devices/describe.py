@@ -1,4 +1,4 @@
-"""describe() lists the devices PyTorch/XLA and TensorFlow see without starting either in this process; virtual_tpu() splits a CPU into eight devices for both
+"""describe() lists the devices JAX, PyTorch/XLA and TensorFlow see without starting any of them in this process; virtual_tpu() splits a CPU into eight devices for PyTorch/XLA and TensorFlow
 
 Docs: https://tpututor.github.io/tpututor/devices/describe.html.md"""
 
@@ -9,14 +9,41 @@ from __future__ import annotations
 import json, os, subprocess, sys, warnings
 from .frameworks import import_tf, import_xla, installed, not_installed, tpu_present
 
-
 # %% auto #0
-__all__ = ['describe', 'VirtualDeviceError', 'virtual_tpu']
+__all__ = ['FRAMEWORKS', 'describe', 'VirtualDeviceError', 'virtual_tpu']
 
 # %% ../../nbs/devices/02_describe.ipynb #b4dd9f9d
-_EXTRA = {'torch_xla': 'xla', 'tensorflow': 'tf'}
+FRAMEWORKS = ('jax', 'torch_xla', 'tensorflow')   # the order of describe's rows, JAX first: the path to the TPU on Kaggle and Colab
+_EXTRA = {'jax': 'keras', 'torch_xla': 'xla', 'tensorflow': 'tf'}
 
 def _loaded(name): return sys.modules.get(name) is not None
+
+# %% ../../nbs/devices/02_describe.ipynb #ecd995aa
+def _jax_started():
+    "Has this process's JAX started its backends (and so fixed its devices)?"
+    if not _loaded('jax'): return False
+    try:
+        from jax._src import xla_bridge
+        return xla_bridge.backends_are_initialized()
+    except (ImportError, AttributeError): return False
+
+# %% ../../nbs/devices/02_describe.ipynb #67af52c9
+def _jax_notes(jax, kind, n):
+    "What says where a JAX platform's `n` devices come from"
+    if kind != 'cpu': notes = [f"device_kind {jax.devices(kind)[0].device_kind!r}"]
+    elif tpu_present(): notes = ['a TPU is attached, but JAX fell back to the CPU: another process holds the TPU']
+    else: notes = [f'{n} virtual devices on 1 CPU' if n > 1 else 'the host CPU']
+    if os.environ.get('JAX_PLATFORMS'): notes.append(f"JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}")
+    if jax.process_count() > 1: notes.append(f'{jax.process_count()} processes')
+    return ', '.join(notes)
+
+# %% ../../nbs/devices/02_describe.ipynb #b5105bb6
+def _jax_rows():
+    "What JAX sees, one row per platform (starts JAX's backends if they have not started)"
+    import jax
+    kinds = list(dict.fromkeys(d.platform for d in jax.devices()))
+    counts = {k: sum(d.platform == k for d in jax.devices()) for k in kinds}
+    return [dict(framework='jax', device=k.upper(), count=counts[k], notes=_jax_notes(jax, k, counts[k])) for k in kinds]
 
 # %% ../../nbs/devices/02_describe.ipynb #3d8ddc3f
 def _xla_started():
@@ -51,11 +78,12 @@ def _tf_rows(tf):
 
 # %% ../../nbs/devices/02_describe.ipynb #6516d721
 def _probe_here(names):
-    "Rows for the frameworks in `names`, loading them in this process (torch_xla first)"
+    "Rows for the frameworks in `names`, loading them in this process (torch_xla before TensorFlow)"
     rows = []
-    for name in sorted(names, key=['torch_xla', 'tensorflow'].index):
+    for name in sorted(names, key=FRAMEWORKS.index):
         try:
-            if name == 'torch_xla': import_xla(); rows += _xla_rows()
+            if name == 'jax': rows += _jax_rows()
+            elif name == 'torch_xla': import_xla(); rows += _xla_rows()
             else: rows += _tf_rows(sys.modules.get('tensorflow') or import_tf(legacy_keras=False))
         except Exception as e: rows.append(dict(framework=name, device='-', count=0, notes=f'{type(e).__name__}: {e}'[:200]))
     return rows
@@ -68,15 +96,25 @@ print(json.dumps(_probe_here(sys.argv[1:])))
 '''
 
 # %% ../../nbs/devices/02_describe.ipynb #d7844250
-def _probe_fresh(names, timeout=300):
-    "Rows for `names` from a fresh Python process, so that nothing starts in this one"
+def _probe_rows(proc, names, timeout):
+    "The rows a fresh process running `_PROBE` for `names` printed, or one row per name saying why there are none"
     failed = lambda why: [dict(framework=n, device='-', count=0, notes=f'probe failed: {why}'[:200]) for n in names]
-    try: r = subprocess.run([sys.executable, '-c', _PROBE, *names], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired: return failed(f'no answer in {timeout}s')
-    try: rows = json.loads(r.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError): return failed(f'exit code {r.returncode}: ' + (r.stderr.strip().splitlines() or [''])[-1])
+    try: out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired: proc.kill(); proc.communicate(); return failed(f'no answer in {timeout}s')
+    try: rows = json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError): return failed(f'exit code {proc.returncode}: ' + (err.strip().splitlines() or [''])[-1])
     for row in rows: row['notes'] = '; '.join(x for x in (row['notes'], 'seen from a fresh process') if x)
     return rows
+
+# %% ../../nbs/devices/02_describe.ipynb #763b1e23
+def _probe_fresh(groups, timeout=300):
+    "Rows for each group of framework names, each group from a fresh Python process of its own, so that nothing starts in this one"
+    start = lambda names: subprocess.Popen([sys.executable, '-c', _PROBE, *names], stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)
+    if tpu_present():   # a TPU opens in one process at a time: one probe after the other
+        return [row for names in groups for row in _probe_rows(start(names), names, timeout)]
+    procs = [(start(names), names) for names in groups]   # on a CPU or GPU, side by side
+    return [row for p, names in procs for row in _probe_rows(p, names, timeout)]
 
 # %% ../../nbs/devices/02_describe.ipynb #96f86020
 def _print_table(rows, cols=('framework', 'device', 'count', 'notes')):
@@ -84,21 +122,28 @@ def _print_table(rows, cols=('framework', 'device', 'count', 'notes')):
     for r in [dict(zip(cols, cols))] + rows: print('  '.join(str(r[c]).ljust(n) for c, n in zip(cols, w)).rstrip())
 
 # %% ../../nbs/devices/02_describe.ipynb #cc9bd222
+def _rows_here(name):
+    "Rows for framework `name` read in this process, when it has already set up its devices here; else None"
+    if name == 'jax' and _jax_started(): return _jax_rows()
+    if name == 'torch_xla' and _xla_started(): return _xla_rows()
+    if name == 'tensorflow' and _loaded('tensorflow'): return _tf_rows(sys.modules['tensorflow'])
+
+# %% ../../nbs/devices/02_describe.ipynb #a5ac6ad0
 def describe(
     show:bool=True, # print the table
 )->list:            # one dict per framework and device kind: framework, device, count, notes
-    "What accelerators PyTorch/XLA and TensorFlow see, without starting either framework's devices in this process"
+    "What accelerators JAX, PyTorch/XLA and TensorFlow see, without starting any framework's devices in this process"
     rows, fresh = {}, []
-    for name in ('torch_xla', 'tensorflow'):
+    for name in FRAMEWORKS:
         if not installed(name):
             rows[name] = [dict(framework=name, device='-', count=0, notes=f"not installed: pip install 'tpututor[{_EXTRA[name]}]'")]
-        elif name == 'torch_xla' and _xla_started(): rows[name] = _xla_rows()
-        elif name == 'tensorflow' and _loaded('tensorflow'): rows[name] = _tf_rows(sys.modules['tensorflow'])
+        elif (here := _rows_here(name)) is not None: rows[name] = here
         else: fresh.append(name)
-    for row in (_probe_fresh(fresh) if fresh else []): rows.setdefault(row['framework'], []).append(row)
+    groups = [g for g in ([n for n in fresh if n == 'jax'], [n for n in fresh if n != 'jax']) if g]   # JAX apart from the others
+    for row in (_probe_fresh(groups) if groups else []): rows.setdefault(row['framework'], []).append(row)
     if 'torch_xla' in fresh and _loaded('tensorflow') and not _loaded('torch_xla'):
         for row in rows['torch_xla']: row['notes'] += '; cannot be imported here: TensorFlow was imported first'
-    table = [r for name in ('torch_xla', 'tensorflow') for r in rows.get(name, [])]
+    table = [r for name in FRAMEWORKS for r in rows.get(name, [])]
     if show: _print_table(table)
     return table
 
