@@ -445,6 +445,16 @@ def navigation(done):
     nav['Library'] += [{f.replace('_', ' ').capitalize(): parts[f]} for f in order]
     return [{k: v} for k, v in nav.items() if v] + [{'Performance': 'performance.md'}]
 
+def with_tested_on(page:Path):
+    "The home page's `<!-- tested-on -->` line replaced by the Tested-on table, as the README has it (made now, from the records)"
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from tested_on import MARKER, tested_on
+    nb = json.loads(page.read_text())
+    for c in nb['cells']:
+        s = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+        if c['cell_type'] == 'markdown' and MARKER in s: c['source'] = s.replace(MARKER, tested_on().strip())
+    page.write_text(json.dumps(nb))
+
 def write_sources(done, assets):
     "The MkDocs sources in _docs/src and its config _docs/mkdocs.yml"
     import yaml
@@ -456,6 +466,7 @@ def write_sources(done, assets):
     for nb, (proc, meta) in done.items():
         (src / meta['page']).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(proc, src / meta['page'])
+    with_tested_on(src / done[NBS / 'index.ipynb'][1]['page']) if NBS / 'index.ipynb' in done else None
     (src / 'performance.md').write_text(performance_page())
     (src / 'install.md').write_text(install_page())
     shutil.copy(HERE / 'contributing.md', src / 'contributing.md')
