@@ -11,7 +11,7 @@ import numpy as np
 from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
-from .base import EpochLoop
+from .base import EpochLoop, prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0
@@ -44,9 +44,9 @@ class BowBackend:
 def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
     from sklearn.linear_model import LogisticRegression, Ridge
     if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
-    n = check_inputs(cfg, train); y = check_targets(cfg, y_train, n)
-    yv = check_targets(cfg, y_valid, check_inputs(cfg, valid, 'validation')) if valid is not None else None
-    loop = EpochLoop(cfg, verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1, train_rows=n)
+    start = prepare_fit(cfg, train, y_train, valid, y_valid)
+    n, y, yv = start.n, start.y, start.y_valid
+    loop = start.loop(verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1)
     t0 = time.perf_counter()
     if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
         from scipy.sparse import vstack
