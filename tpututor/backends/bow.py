@@ -8,10 +8,10 @@ Docs: https://tpututor.github.io/tpututor/backends/bow.html.md"""
 from __future__ import annotations
 import time
 import numpy as np
-from ..config import TrainConfig, Inputs, check_targets, check_inputs
+from ..config import TrainConfig, Inputs, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
-from .base import EpochLoop, prepare_fit
+from .base import prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0
