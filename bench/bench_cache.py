@@ -43,6 +43,10 @@ def _train(cmd, out:Path, env, kill_after_fold0=False)->float:
     if rc and not kill_after_fold0: sys.exit(f'{" ".join(cmd)} failed ({rc}): see {out.with_suffix(".log")}')
     return time.perf_counter() - t0
 
+def _over(a:float, b:float): return a / b if b else None   # a ratio of recorded seconds; None where the later one rounds to 0 (a fold of the baseline)
+
+def _x(v, digits=2)->str: return '-' if v is None else f'{v:.{digits}f}x'
+
 def measure(backend:str, rows=300, folds=3)->dict:
     "Runs 1-3 of `backend` with a fresh compile cache; the fold table and the ratios"
     tmp = Path(tempfile.mkdtemp(prefix=f'cache_{backend}_'))
@@ -62,11 +66,11 @@ def measure(backend:str, rows=300, folds=3)->dict:
     def first_over_later(run, first):
         f = [r for r in rows if r['run'] == run]
         a = next(r for r in f if r['fold'] == first); later = [r for r in f if r['fold'] > first]
-        return {k: a[k] / (sum(r[k] for r in later) / len(later)) for k in ('fold_s', 'train_s')}
+        return {k: _over(a[k], sum(r[k] for r in later) / len(later)) for k in ('fold_s', 'train_s')}
     fold0 = {r['run']: r['fold_s'] for r in rows if r['fold'] == 0}
     later = {p: sum(r['compiles'] for r in rows if r['run'] == p and r['fold'] > min(q['fold'] for q in rows if q['run'] == p))
              for p in ('1 cold', '2 rerun', '3 resumed')}   # compiles after each process's first fold
-    res = dict(backend=backend, rows=rows, later_compiles=later, cold_over_rerun=fold0['1 cold'] / fold0['2 rerun'], walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
+    res = dict(backend=backend, rows=rows, later_compiles=later, cold_over_rerun=_over(fold0['1 cold'], fold0['2 rerun']), walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
                cold=first_over_later('1 cold', 0), rerun=first_over_later('2 rerun', 0), resumed=first_over_later('3 resumed', 1))
     shutil.rmtree(tmp, ignore_errors=True)
     return res
@@ -80,11 +84,11 @@ def main(backends=('keras', 'xla')):
         body.append(f"### `--backend {b}`\n\n" + table(r['rows'], ['run', 'fold', 'fold_s', 'train_s', 'compiles', 'from_cache', 'compile_s']))
         body.append(f"Cache folder after the runs: {r['cache_mb']} MB. Process wall seconds (start-up, tokenizing and "
                     f"every fold): " + ', '.join(f'run {k} {v}s' for k, v in r['walls'].items()) + '.')
-        lines = [dict(process=k, first='fold 1' if k == 'resumed' else 'fold 0', fold_ratio=f"{r[k]['fold_s']:.2f}x",
-                      train_ratio=f"{r[k]['train_s']:.2f}x") for k in ('cold', 'rerun', 'resumed')]
+        lines = [dict(process=k, first='fold 1' if k == 'resumed' else 'fold 0', fold_ratio=_x(r[k]['fold_s']),
+                      train_ratio=_x(r[k]['train_s'])) for k in ('cold', 'rerun', 'resumed')]
         body.append('First fold a process trains over the mean of its later folds (fold seconds; training epoch seconds):\n\n'
                     + table(lines, ['process', 'first', 'fold_ratio', 'train_ratio']))
-        body.append(f"Fold 0 of the cold run took {r['cold_over_rerun']:.1f}x as long as fold 0 of the rerun (two processes, "
+        body.append(f"Fold 0 of the cold run took {_x(r['cold_over_rerun'], 1)} as long as fold 0 of the rerun (two processes, "
                     "so the machine's load may differ between them): what the cache saves a new run.")
         n = sum(r['later_compiles'].values())
         goals.append(dict(comparison=f"{b}: compiles after fold 0 (every later fold of the cold run, the rerun and the resumed run)",
@@ -97,7 +101,7 @@ def main(backends=('keras', 'xla')):
             m = r[k]['fold_s']
             goals.append(dict(comparison=f"{b}: first fold's time over a later fold's, {what}" +
                               (': the first fold builds the model and traces its programs, later folds neither' if b == 'keras'
-                               else ' (this CPU runtime cannot load the cache)'), measured=f'{m:.2f}x', goal='reported', met=None))
+                               else ' (this CPU runtime cannot load the cache)'), measured=_x(m), goal='reported', met=None))
     body.append("`fold_s`: the fold's seconds in `fold*/done.json` (build the model, train, predict the validation and test rows, save); "
                 "`compiles`, `from_cache`, `compile_s`: the programs the fold made (training, validation, prediction), of those "
                 "loaded from the compile cache, and the seconds spent tracing, lowering and compiling or loading them, by the "
