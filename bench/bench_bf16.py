@@ -6,12 +6,12 @@ The same rows, buckets, schedule and seed; `precision='bf16'` runs the forward p
 is measured on rows that neither run trained on. The tutorial on pairwise ranking shows the timed epochs of this record.
 
     ./run.sh bench bf16                    recorded
-    python bench/bench_bf16.py --smoke     a tiny checkpoint and a few rows
+    python bench/bench_bf16.py --smoke     a tiny checkpoint, a few rows, 2 buckets, one epoch
 """
 import sys, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, bench_model, SMOKE
+from common import report, table, provenance, track_imports, bench_model, smoke_alone, SMOKE
 
 def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     track_imports()
@@ -65,6 +65,8 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
                        measured=f'{speed:.2f}x', goal='reported', met=None)])
     return dict(bf16_speed=speed, bf16_diff=diff)
 
+def smoke(part=None): main(n_train=32, n_test=16, max_len=32, buckets=2, batch=8, epochs=1)   # a smoke run's part (bench/run.py)
+
 if __name__ == '__main__':
-    if SMOKE: main(n_train=64, n_test=32, max_len=32, batch=8)
+    if SMOKE: smoke_alone('bf16')
     else: main(*map(int, sys.argv[1:]))

@@ -14,12 +14,12 @@ trains takes at most 1.3x a later fold of the same process. All folds of one pro
 which is why the ratio is taken within a process.
 
     ./run.sh bench cache                    keras and xla, recorded
-    python bench/bench_cache.py --smoke     the same runs with the bag-of-tokens baseline (nothing to compile) on 60 rows
+    python bench/bench_cache.py --smoke     the same runs with the bag-of-tokens baseline (nothing to compile) on 30 rows
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, SMOKE
+from common import report, table, provenance, track_imports, smoke_alone, SMOKE
 
 def _fold_rows(run:Path, proc:str)->list:
     "One row per fold trained in `run` (folds loaded from an earlier process are skipped)"
@@ -77,7 +77,7 @@ def measure(backend:str, rows=300, folds=3)->dict:
 
 def main(backends=('keras', 'xla')):
     track_imports()   # the record hashes the modules every `tpututor train` process imported
-    results = [measure(b, rows=60) if SMOKE else measure(b) for b in backends]
+    results = [measure(b, rows=30) if SMOKE else measure(b) for b in backends]
     body, goals = [], []
     for r in results:
         b = r['backend']
@@ -117,6 +117,8 @@ def main(backends=('keras', 'xla')):
                 "is reported, not a goal. The cache's own saving is the cold run's fold 0 over the rerun's.")
     report('cache', 'Compile cache: a rerun and a resume compile nothing new', '\n\n'.join(body), provenance('cache'), goals)
 
+def smoke(part=None): main(('bow',))   # a smoke run's part (bench/run.py): the runs are real processes (one is killed)
+
 if __name__ == '__main__':
-    if SMOKE: main(('bow',))
+    if SMOKE: smoke_alone('cache')
     else: main(tuple(sys.argv[1:]) or ('keras', 'xla'))

@@ -5,12 +5,12 @@ user runs it: the same rows, folds, model (the pretrained MiniLM) and one epoch,
 ensemble. The defaults are right when no setting measured trains faster at no cost in held-out accuracy.
 
     ./run.sh bench defaults                    recorded
-    python bench/bench_defaults.py --smoke     a tiny checkpoint, a few rows, two settings
+    python bench/bench_defaults.py --smoke     a tiny checkpoint, a few rows, two settings, the command run in this process
 """
-import json, os, subprocess, sys, tempfile, time
+import contextlib, io, json, os, subprocess, sys, tempfile, time, traceback
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, bench_model, SMOKE
+from common import report, table, provenance, track_imports, bench_model, smoke_alone, SMOKE
 
 ROWS, HELD, FOLDS = (60, 30, 2) if SMOKE else (2000, 1000, 3)
 SETTINGS = [{}, dict(buckets=4, batch_size=16)] if SMOKE else [   # {}: no speed option, what the command chooses
@@ -20,18 +20,34 @@ ACCURACY_SLACK = 0.01   # a setting counts as "no cost in accuracy" within this 
 
 def flags(s:dict)->list: return [x for k, v in s.items() for x in (f"--{k.replace('_', '-')}", str(v))]
 
+def train_command(cmd:list, env:dict)->tuple:
+    """Run the command line `cmd` (`tpututor train ...`) with the variables `env` added: (exit status, stdout, stderr). In a
+    fresh process, as a user runs it; in a smoke run in this process (its framework started), through the same entry point"""
+    if not SMOKE:
+        p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+        return p.returncode, p.stdout, p.stderr
+    from tpututor.cli import main   # what the `tpututor` command runs (pyproject.toml's [project.scripts])
+    out, err, before = io.StringIO(), io.StringIO(), dict(os.environ)
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try: rc = main(cmd[1:])
+            except Exception: traceback.print_exc(); rc = 1   # what a process that raised would print and exit with
+    finally: os.environ.clear(); os.environ.update(before)
+    return rc, out.getvalue(), err.getvalue()
+
 def one(setting:dict, d:Path, i:int)->dict:
     "`tpututor train` with `setting`'s options on the bench's CSV; its speed, score and what it said it chose"
     model = [] if bench_model() == 'minilm' else ['--model', bench_model()]
     cmd = [str(Path(sys.executable).parent / 'tpututor'), 'train', '--data', str(d / 'train.csv'), '--test', str(d / 'test.csv'),
            '--folds', str(FOLDS), '--epochs', '1', '--out', str(d / f'run{i}'), *model, *flags(setting)]
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'TPUTUTOR_COMPILE_CACHE': str(d / f'cache{i}')})
+    rc, out, err = train_command(cmd, {'TPUTUTOR_COMPILE_CACHE': str(d / f'cache{i}')})
     wall = time.perf_counter() - t0
-    if p.returncode: return dict(setting=setting, error=(p.stderr.strip().splitlines() or ['?'])[-1][:300])
+    if rc: return dict(setting=setting, error=(err.strip().splitlines() or ['?'])[-1][:300])
     s = json.loads((d / f'run{i}' / 'summary.json').read_text())
     eps = [f['examples_per_s'] for f in s['fold_scores']]
-    chosen = next((l for l in p.stdout.splitlines() if l.startswith('speed options')), None)
+    chosen = next((l for l in out.splitlines() if l.startswith('speed options')), None)
     return dict(setting=setting, examples_per_s=sum(eps) / len(eps), held_out=s['held_out']['accuracy'], wall_s=round(wall, 1), chosen=chosen)
 
 def main():
@@ -65,4 +81,8 @@ def main():
             f"shared machine between two runs of the same setting.")
     report('defaults', 'The defaults a user gets: tpututor train with no speed option vs every setting', body, provenance('defaults'), goals)
 
-if __name__ == '__main__': main()
+def smoke(part=None): main()   # a smoke run's part (bench/run.py)
+
+if __name__ == '__main__':
+    if SMOKE: smoke_alone('defaults')
+    else: main()

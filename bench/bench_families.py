@@ -3,17 +3,31 @@ in bench/results/families.json under 'here' with the date and the versions: the 
 drawn from it, and tests/test_families.py fails when the matrix no longer shows what it records.
 `./run.sh compat families` adds the same matrix on Kaggle's TPU-image versions under 'kaggle'.
 Usage: python bench/bench_families.py [BACKEND ...] [--key here|kaggle]
-       python bench/bench_families.py --smoke     the torch backend, one family"""
-import json, subprocess, sys, tempfile
+       python bench/bench_families.py --smoke     the torch backend, one family, the probe in the smoke run's torch process"""
+import contextlib, importlib.util, io, json, subprocess, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, _write, provenance, track_imports, SMOKE
+from common import RESULTS, ROOT, _write, provenance, track_imports, smoke_alone, SMOKE
+
+PROBE = ROOT/'tests'/'family_probe.py'
+
+def probe_here(backend:str, workdir, families=None)->str:
+    "The probe's output, run in this process (a smoke run's, whose framework is started): what `python PROBE BACKEND WORKDIR FAMILIES` prints"
+    spec = importlib.util.spec_from_file_location('family_probe', PROBE)
+    probe = importlib.util.module_from_spec(spec); spec.loader.exec_module(probe)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out): probe.main(backend, workdir, families)
+    return out.getvalue()
 
 def run(backend:str, families=None)->list:
     with tempfile.TemporaryDirectory() as d:
-        r = subprocess.run([sys.executable, str(ROOT/'tests'/'family_probe.py'), backend, d] + ([families] if families else []), capture_output=True, text=True)
-    line = [l for l in r.stdout.splitlines() if l.startswith('MATRIX ')]
-    if r.returncode or not line: sys.exit(f'{backend}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}')
+        if SMOKE: out = probe_here(backend, d, families)   # a smoke run: in this process, its framework already started
+        else:
+            r = subprocess.run([sys.executable, str(PROBE), backend, d] + ([families] if families else []), capture_output=True, text=True)
+            if r.returncode: sys.exit(f'{backend}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}')
+            out = r.stdout
+    line = [l for l in out.splitlines() if l.startswith('MATRIX ')]
+    if not line: sys.exit(f'{backend}: the probe printed no MATRIX line\n{out[-3000:]}')
     rows = json.loads(line[-1][len('MATRIX '):])
     for x in rows: x.pop('folder', None)
     return rows
@@ -33,5 +47,8 @@ def main(argv):
         print(f"{key} {b}: " + ', '.join(f"{x['family']}/{x['form']} {x['status']}" for x in rows), flush=True)
         _write(path, json.dumps(rec, indent=1) + '\n')
 
+def smoke(part=None): main(['torch'])   # a smoke run's part (bench/run.py)
+
 if __name__ == '__main__':
-    main(['torch'] if SMOKE else sys.argv[1:])
+    if SMOKE: smoke_alone('families')
+    else: main(sys.argv[1:])

@@ -17,14 +17,14 @@ encoder's matmul parameters per token, plus attention) for every contender.
     python bench/bench_gpu.py prepare DIR     here: the tokenized rows and BERT-base's config into DIR
     python bench/bench_gpu.py run DIR OUT     on the GPU machine: every contender, results into OUT/gpu.json
     python bench/bench_gpu.py record FILE     here: FILE (OUT/gpu.json) into bench/results/gpu.{json,md}
-    python bench/bench_gpu.py --smoke         on the CPU: a tiny BERT, the eager contenders, fp32, every step above
+    python bench/bench_gpu.py --smoke         on the CPU: a tiny BERT, the eager contenders, fp32, every step above in one process
 """
 import json, os, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SMOKE
+from common import smoke_alone, SMOKE
 
-BATCH, LEN, ROWS, EPOCHS = (8, 32, 48, 2) if SMOKE else (256, 128, 4096, 3)   # one batch for every contender: the MFU goal's and the ratio's
+BATCH, LEN, ROWS, EPOCHS = (8, 16, 32, 2) if SMOKE else (256, 128, 4096, 3)   # one batch for every contender: the MFU goal's and the ratio's
 CONTENDERS = ('torch', 'torch_compile', 'torch_cudagraphs', 'keras', 'keras_spe', 'trainer', 'trainer_compile')   # NAME@BATCH on the command line: another batch
 SMOKE_CONTENDERS = ('torch', 'trainer')   # compiling on a CPU takes minutes: a smoke run checks the eager paths
 GOAL_MFU = 0.45
@@ -42,8 +42,8 @@ def prepare(d):
     idx = np.resize(np.random.default_rng(0).permutation(len(bbc)), ROWS)   # every article, repeated up to ROWS rows
     enc = encode('minilm', bbc.text.iloc[idx].tolist(), max_len=LEN)
     np.savez(d / 'data.npz', input_ids=enc.input_ids, attention_mask=enc.attention_mask, labels=bbc.label.values[idx])
-    conf = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=256) if SMOKE else BertConfig()
-    conf.save_pretrained(d / 'bert-base')   # bert-base-uncased's architecture: 12 x 768, vocabulary 30,522 (a smoke run: 2 x 64)
+    conf = BertConfig(num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=64) if SMOKE else BertConfig()
+    conf.save_pretrained(d / 'bert-base')   # bert-base-uncased's architecture: 12 x 768, vocabulary 30,522 (a smoke run: 1 x 16)
     print(f'{ROWS} rows, mean length {enc.lengths.mean():.1f} of {LEN}; {d}')
 
 def _data(d):
@@ -145,6 +145,11 @@ def run(d, out, names=CONTENDERS):
     (out / 'gpu.json').write_text(json.dumps(rec, indent=1))
     print(json.dumps(rec, indent=1))
 
+def smoke(part=None):
+    "A smoke run's part (bench/run.py): every step on the CPU, the eager contenders, in this process"
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix='tpututor-smoke-gpu-') as d: prepare(d); run(d, d, SMOKE_CONTENDERS); record(Path(d) / 'gpu.json')
+
 LABEL = {   # contender -> what it is
     'torch': 'tpututor `torch` (eager)',
     'torch_compile': 'tpututor `torch`, torch.compile',
@@ -217,9 +222,7 @@ if __name__ == '__main__':
     elif cmd == 'run': run(args[1], args[2], args[3:] or CONTENDERS)
     elif cmd == 'one': print('RESULT ' + json.dumps(one(args[1], args[2])), flush=True)
     elif cmd == 'record': record(args[1])
-    elif SMOKE:
-        import tempfile
-        d = tempfile.mkdtemp(prefix='tpututor-smoke-gpu-'); prepare(d); run(d, d, SMOKE_CONTENDERS); record(Path(d) / 'gpu.json')
+    elif SMOKE: smoke_alone('gpu')
     else:
         import torch
         if not torch.cuda.is_available():

@@ -8,10 +8,10 @@ pretrained MiniLM, and the process's resident memory (VmRSS) read after every fo
 import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, child_result, bench_model, SMOKE
+from common import report, table, provenance, track_imports, child_result, bench_model, smoke_alone, SMOKE
 
 BACKENDS = ('torch',) if SMOKE else ('tf', 'keras', 'xla', 'torch')
-FOLDS, ROWS, MAX_LEN, BATCH = (5, 40, 16, 4) if SMOKE else (5, 200, 32, 16)   # small folds: the memory a fold leaves behind is the model's, whatever the rows
+FOLDS, ROWS, MAX_LEN, BATCH = (5, 25, 16, 4) if SMOKE else (5, 200, 32, 16)   # small folds: the memory a fold leaves behind is the model's, whatever the rows
 GOAL_MB = 150                                 # the growth from fold 2 to fold 4 that is still "flat"
 
 def child(name:str)->dict:
@@ -58,6 +58,9 @@ def main():
             'closed over the model held that model): see the tf lesson.')
     report('memory', 'Memory across folds', body, provenance('memory'), goals)
 
+def smoke(part=None): main()   # a smoke run's part (bench/run.py): the torch backend in this process
+
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--child']: print('RESULT ' + json.dumps(child(sys.argv[2])), flush=True)
+    elif SMOKE: smoke_alone('memory')
     else: main()

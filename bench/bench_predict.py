@@ -18,7 +18,7 @@ trained on: short texts of varied length, as most Kaggle text competitions have.
 process, first once to warm the GPU up (not timed), then timed: test examples/s over all 5 folds, model loading
 and tokenization included, as a submission notebook spends them.
 
-    python bench/bench_predict.py --smoke              seconds, on this CPU: a tiny model, every contender; nothing recorded
+    python bench/bench_predict.py --smoke              seconds, on this CPU: a tiny model, 2 folds, every contender in one process
     python bench/bench_predict.py prepare DIR          here: the texts, and a config-only BERT-base folder with its tokenizer
     python bench/bench_predict.py run DIR OUT          on the GPU machine: the 5-fold run, then every contender: OUT/predict.json
     python bench/bench_predict.py record FILE          here: FILE (OUT/predict.json) into bench/results/predict.{md,json}
@@ -26,9 +26,11 @@ and tokenization included, as a submission notebook spends them.
 import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import smoke_alone, SMOKE
 
-FOLDS, LEN, BATCH, TRAIN_ROWS, GOAL = 5, 128, 128, 320, 1.5
-CONTENDERS = {'tpututor': 'tpututor predict (5 folds, from the run directory)', 'pipeline': 'HF pipeline, bf16', 'trainer': 'HF Trainer.predict, bf16_full_eval'}
+FOLDS, LEN, BATCH, TRAIN_ROWS, GOAL = (2, 32, 32, 64, 1.5) if SMOKE else (5, 128, 128, 320, 1.5)
+SMOKE_TEST_ROWS = 64   # a smoke run's test texts
+CONTENDERS = {'tpututor': f'tpututor predict ({FOLDS} folds, from the run directory)', 'pipeline': 'HF pipeline, bf16', 'trainer': 'HF Trainer.predict, bf16_full_eval'}
 HOW = 'python bench/bench_predict.py prepare DIR; python bench/bench_predict.py run DIR OUT (on a GPU); python bench/bench_predict.py record OUT/predict.json'
 
 def prepare(d, smoke:bool=False):
@@ -42,7 +44,7 @@ def prepare(d, smoke:bool=False):
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
     rt['label'] = rt.label.map({1: 'fresh', 0: 'rotten'})
     rt[:TRAIN_ROWS][['text', 'label']].to_csv(d/'train.csv', index=False)
-    rt[TRAIN_ROWS:TRAIN_ROWS + (300 if smoke else len(rt))][['text']].assign(id=lambda x: range(len(x))).to_csv(d/'test.csv', index=False)
+    rt[TRAIN_ROWS:TRAIN_ROWS + (SMOKE_TEST_ROWS if smoke else len(rt))][['text']].assign(id=lambda x: range(len(x))).to_csv(d/'test.csv', index=False)
     (d/'bert').mkdir(exist_ok=True)
     (BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64) if smoke else BertConfig()).save_pretrained(d/'bert')
     for f in ('tokenizer.json', 'tokenizer_config.json', 'vocab.txt', 'special_tokens_map.json'):
@@ -100,8 +102,8 @@ def _trainer(d, out, device):
         return np.mean(out_, 0)
     return run
 
-def one(name, d, out):
-    "One contender in this process: a warm-up pass, then a timed one; prints RESULT {...}"
+def one(name, d, out)->dict:
+    "One contender in this process: a warm-up pass, then a timed one; its figures"
     import numpy as np, torch
     os.environ.setdefault('USE_TF', '0'); os.environ.setdefault('USE_TORCH_XLA', '0')
     device = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -114,18 +116,22 @@ def one(name, d, out):
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
     from tpututor.testing import code_hash
     kind = torch.cuda.get_device_name() if device == 'cuda' else 'CPU'
-    print('RESULT ' + json.dumps(dict(name=name, seconds=secs, rows=len(pred), examples_per_s=len(pred) * 1.0 / secs, device=kind,
-                                      shape=list(np.asarray(pred).shape), modules=mods, code=code_hash(mods, Path(__file__)))), flush=True)
+    return dict(name=name, seconds=secs, rows=len(pred), examples_per_s=len(pred) * 1.0 / secs, device=kind,
+                shape=list(np.asarray(pred).shape), modules=mods, code=code_hash(mods, Path(__file__)))
 
 def run(d, out, names=tuple(CONTENDERS)):
-    "Every contender in a fresh process, one after the other; the raw figures into OUT/predict.json, with the code hash of what every process imported"
+    """Every contender in a fresh process, one after the other (a smoke run: in this process); the raw figures into
+    OUT/predict.json, with the code hash of what every process imported"""
     from common import provenance, track_imports
     track_imports()
     os.environ.setdefault('USE_TF', '0'); os.environ.setdefault('USE_TORCH_XLA', '0'); os.environ['TPUTUTOR_PROGRESS'] = 'lines'
     Path(out).mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, __file__, 'make_run', str(d), str(out)], check=True)
+    if SMOKE: make_run(d, out)
+    else: subprocess.run([sys.executable, __file__, 'make_run', str(d), str(out)], check=True)
     results = []
     for n in names:
+        if SMOKE:
+            results.append(one(n, d, out)); continue
         p = subprocess.run([sys.executable, __file__, 'one', n, str(d), str(out)], capture_output=True, text=True)
         line = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
         results.append(json.loads(line[-1][7:]) if line else dict(name=n, error=(p.stdout + p.stderr)[-3000:]))
@@ -139,13 +145,14 @@ def summary(rec)->tuple: # (body, goal row)
     from common import table, ratio
     ok = {r['name']: r for r in rec['results'] if 'error' not in r}
     dev = next(iter(ok.values()))['device']
-    rows = [{'contender': CONTENDERS[n], 'examples/s': f"{r['examples_per_s']:,.0f}", 'seconds (5 folds)': f"{r['seconds']:.1f}", 'code': r['code']}
+    secs = f"seconds ({rec['folds']} folds)"
+    rows = [{'contender': CONTENDERS[n], 'examples/s': f"{r['examples_per_s']:,.0f}", secs: f"{r['seconds']:.1f}", 'code': r['code']}
             for n, r in ok.items()]
     anchor = max((r for n, r in ok.items() if n != 'tpututor'), key=lambda r: r['examples_per_s'])
     x = ok['tpututor']['examples_per_s'] / anchor['examples_per_s']
-    goal = ratio(f"{dev}: test examples/s of tpututor predict (5 folds, bf16 where the device has it) vs the faster of the HF pipeline and Trainer.predict ({CONTENDERS[anchor['name']]})", x, GOAL)
+    goal = ratio(f"{dev}: test examples/s of tpututor predict ({rec['folds']} folds, bf16 where the device has it) vs the faster of the HF pipeline and Trainer.predict ({CONTENDERS[anchor['name']]})", x, GOAL)
     body = (f"{next(iter(ok.values()))['rows']:,} test texts, {rec['folds']} folds, batches of {rec['batch']}, length <= {rec['length']}, one {dev}; "
-            f"{', '.join(f'{k} {v}' for k, v in rec['versions'].items() if v)}.\n\n" + table(rows, ['contender', 'examples/s', 'seconds (5 folds)', 'code']))
+            f"{', '.join(f'{k} {v}' for k, v in rec['versions'].items() if v)}.\n\n" + table(rows, ['contender', 'examples/s', secs, 'code']))
     return body, goal
 
 def record(file):
@@ -154,26 +161,25 @@ def record(file):
     rec = json.loads(Path(file).read_text())
     body, goal = summary(rec)
     prov = {k: rec[k] for k in ('bench', 'modules', 'files', 'code', 'versions', 'env', 'date', 'machine', 'rerun', 'how')}
-    report('predict', 'Predicting a test set with 5 folds: tpututor predict vs the HF pipeline and Trainer.predict', body, prov, [goal])
+    report('predict', f"Predicting a test set with {rec['folds']} folds: tpututor predict vs the HF pipeline and Trainer.predict", body, prov, [goal])
 
-def smoke():
-    "Every contender on a tiny BERT and 300 texts on this machine, in seconds; prints the table and records nothing"
-    d = Path(tempfile.mkdtemp(prefix='bench_predict_'))
-    prepare(d, smoke=True)
-    rec = run(d, d)
-    failed = [r for r in rec['results'] if 'error' in r]
-    if failed: sys.exit(f"failed: {[r['name'] for r in failed]}")
-    assert all(r['shape'] == [300, 2] for r in rec['results']), rec['results']
-    body, goal = summary(rec)
-    print(body + f"\n\n{goal['comparison']}: {goal['measured']} (goal {goal['goal']}; a tiny model on a CPU, not a figure to record)")
+def smoke(part=None):
+    "A smoke run's part (bench/run.py): every contender on a tiny BERT and a few texts, in this process; recorded into the run's temporary folder"
+    with tempfile.TemporaryDirectory(prefix='tpututor-smoke-predict-') as d:
+        prepare(d, smoke=True)
+        rec = run(d, d)
+        failed = [r for r in rec['results'] if 'error' in r]
+        if failed: sys.exit(f"failed: {[r['name'] for r in failed]}")
+        assert all(r['shape'] == [SMOKE_TEST_ROWS, 2] for r in rec['results']), rec['results']
+        record(Path(d)/'predict.json')
 
 if __name__ == '__main__':
     cmd = sys.argv[1] if len(sys.argv) > 1 else None
-    if '--smoke' in sys.argv[1:]: smoke()
+    if SMOKE: smoke_alone('predict')
     elif cmd == 'prepare': prepare(sys.argv[2])
     elif cmd == 'make_run': make_run(sys.argv[2], sys.argv[3])
     elif cmd == 'run': run(sys.argv[2], sys.argv[3], tuple(sys.argv[4:]) or tuple(CONTENDERS))
-    elif cmd == 'one': one(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == 'one': print('RESULT ' + json.dumps(one(sys.argv[2], sys.argv[3], sys.argv[4])), flush=True)
     elif cmd == 'record': record(sys.argv[2])
     else:
         import torch

@@ -8,21 +8,22 @@ it is current: every row records a hash of this script and of the code of every 
 
     ./run.sh bench realruns                          every run, recorded
     python bench/bench_realruns.py NAME ...          some of them, recorded (NAME: tf_minilm, xla_minilm or default_job)
-    python bench/bench_realruns.py --smoke           every run on a tiny checkpoint and a few rows
+    python bench/bench_realruns.py --smoke           every run on a tiny checkpoint and a few rows, each in the smoke run's process of its framework
     python bench/bench_realruns.py --child NAME      one run in this process (what the bench starts)"""
 import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, child_result, recorded_runs, bench_model, RESULTS, SMOKE
+from common import report, table, provenance, track_imports, child_result, recorded_runs, bench_model, smoke_alone, RESULTS, SMOKE
 
 RUNS = ('tf_minilm', 'xla_minilm', 'default_job')
-TF_ROWS, XLA_ROWS = ((128, 32), (64, 32)) if SMOKE else ((4000, 1000), (2500, 1000))   # (training rows, held out)
+TF_ROWS, XLA_ROWS = ((64, 32), (64, 32)) if SMOKE else ((4000, 1000), (2500, 1000))   # (training rows, held out)
+REPLICAS, XLA_BUCKETS = (1, 2) if SMOKE else (8, 3)   # the tf run's replicas (a smoke run: one, see SMOKE_GROUPS in run.py), the xla run's buckets
 
 def tf_minilm()->dict:
     "backends/05_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
     import numpy as np
     from tpututor.devices.describe import virtual_tpu
-    virtual_tpu(8, frameworks='tf')
+    virtual_tpu(REPLICAS, frameworks='tf')
     from tpututor.devices.tf import get_strategy
     from tpututor.backends.tf import TfBackend
     from tpututor.config import TrainConfig
@@ -54,7 +55,7 @@ def xla_minilm()->dict:
     n, k = XLA_ROWS[0], sum(XLA_ROWS)
     e_all = encode(bench_model(), rt.text.tolist()[:k], max_len=64)
     y_all = rt.label.values[:k]
-    cfg = TrainConfig(model=bench_model(), max_len=64, buckets=3, batch_size=32, epochs=1, lr=2e-4, seed=0)
+    cfg = TrainConfig(model=bench_model(), max_len=64, buckets=XLA_BUCKETS, batch_size=32, epochs=1, lr=2e-4, seed=0)
     be = XlaBackend()
     m, h = be.fit(cfg, e_all[:n], y_all[:n], e_all[n:], y_all[n:])
     p = be.predict(cfg, m, e_all[n:])
@@ -91,8 +92,8 @@ def main(names=RUNS):
     old = recorded_runs(RESULTS / 'realruns.json')   # runs not made again keep their figures and their own provenance
     for name in names:
         track_imports(); bench_model()   # each run's record hashes the modules its own process imported
-        res = (child(name) if SMOKE and name == 'default_job' else   # a smoke run: the torch one in this process
-               child_result([sys.executable, __file__, '--child', name] + (['--smoke'] if SMOKE else []), f'realruns {name}'))
+        res = (child(name) if SMOKE else   # a smoke run: in this process, the smoke process of the run's framework
+               child_result([sys.executable, __file__, '--child', name], f'realruns {name}'))
         old[name] = {**res, **provenance('realruns', args=[name])}
     runs = [old[n] for n in RUNS if n in old]
     goals = [dict(comparison=GOALS[r['run']][0], measured=f'{_acc(r):.3f}', goal=f'>= {GOALS[r["run"]][1]}',
@@ -104,7 +105,10 @@ def main(names=RUNS):
             'here instead of training a real model on every test run.\n\n' + table(rows, ['run', 'held-out accuracy', 'minutes', 'ran on']))
     report('realruns', 'Real fine-tunes the notebooks show', body, {**runs[-1], 'how': './run.sh bench realruns'}, goals)
 
+def smoke(part): main((part,))   # a smoke run's part (bench/run.py): run `part` in this process, added to the record
+
 if __name__ == '__main__':
     args = [a for a in sys.argv[1:] if a != '--smoke']
     if args[:1] == ['--child']: print('RESULT ' + json.dumps(child(args[1])), flush=True)
+    elif SMOKE: smoke_alone('realruns')
     else: main(tuple(args) or RUNS)

@@ -8,13 +8,13 @@ wrapper that hands back padded arrays can be faster, so `encode`'s speed is repo
 The raw call and `encode` are timed in alternating rounds, so that load from other work hits both alike.
 
     ./run.sh bench tokenize                    recorded
-    python bench/bench_tokenize.py --smoke     500 texts
+    python bench/bench_tokenize.py --smoke     200 texts, one round of each
 """
 import itertools, os, sys, time
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ratio, best_of, report, table, provenance, track_imports, SMOKE
+from common import ratio, best_of, report, table, provenance, track_imports, smoke_alone, SMOKE
 
 def texts(n=20_000):
     from tpututor.data import rotten_tomatoes, bbc_news
@@ -52,13 +52,14 @@ def main(n=20_000, max_len=128):
     def raw(): return raw_tok.encode_batch_fast(data)
     def ours():
         e = encode(tok, data, max_len=max_len); return e.input_ids, e.attention_mask
-    (t_raw, t_ours), (encs, ref) = alternating([raw, ours], 2 if SMOKE else 9)
+    (t_raw, t_ours), (encs, ref) = alternating([raw, ours], 1 if SMOKE else 9)
     # the raw call's tokens are the ones encode returns
     assert all(list(ref[0][i, :len(e)]) == e.ids for i, e in enumerate(encs[:500])), 'raw call and encode disagree'
     rows = []
-    for name, fn, rep in [('per-row encode_plus, fast tokenizer (AutoTokenizer)', loop(fast), 3),
+    reps = 1 if SMOKE else 3
+    for name, fn, rep in [('per-row encode_plus, fast tokenizer (AutoTokenizer)', loop(fast), reps),
                           ('per-row encode_plus, Python tokenizer (BertTokenizer)', loop(slow), 1),
-                          ('one batched call, fast tokenizer (tokenizer(texts, ...))', batched, 3),
+                          ('one batched call, fast tokenizer (tokenizer(texts, ...))', batched, reps),
                           ('raw Rust encode_batch_fast (Encoding objects, no arrays: the limit)', raw, 0),
                           ('tpututor.encoding.encode', ours, 0)]:
         if fn is raw: t = t_raw
@@ -85,6 +86,8 @@ def main(n=20_000, max_len=128):
                        goal='reported', met=None),
                   ratio('tokenization: tpututor.encode vs one batched Hugging Face call', vs_batch, 1.0)])
 
+def smoke(part=None): main(n=200)   # a smoke run's part (bench/run.py)
+
 if __name__ == '__main__':
-    if SMOKE: main(n=500)
+    if SMOKE: smoke_alone('tokenize')
     else: main(*map(int, sys.argv[1:]))

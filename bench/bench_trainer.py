@@ -25,15 +25,16 @@ The anchors, each at its best on a CPU:
     python bench/bench_trainer.py NAME ...       some of them (CONTENDERS' keys), printed, not recorded
     python bench/bench_trainer.py --size 400,200,2 NAME ...   a trial on 400 rows, 200 held out, at most 2 epochs (not recorded)
     python bench/bench_trainer.py report         the report again from bench/results/trainer_runs.json
-    python bench/bench_trainer.py --smoke        every contender on a tiny checkpoint and a few rows, in seconds
+    python bench/bench_trainer.py --smoke        every contender on a tiny checkpoint and a few rows, 2 folds, 1 epoch, each in the
+                                                 smoke run's process of its framework (bench/run.py)
 """
 import json, os, subprocess, sys, tempfile, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import table, bench_model, SMOKE, THREADS
+from common import table, bench_model, smoke_alone, SMOKE, THREADS
 
 N_TRAIN, N_TEST, FOLDS, MAX_LEN, BUCKETS, BATCH, MAX_EPOCHS, TARGET = 2000, 1000, 3, 64, 4, 16, 3, 0.75
-if SMOKE: N_TRAIN, N_TEST, FOLDS, MAX_EPOCHS = 96, 32, 2, 1
+if SMOKE: N_TRAIN, N_TEST, FOLDS, BUCKETS, MAX_EPOCHS = 96, 32, 2, 2, 1
 if os.environ.get('TPUTUTOR_TRAINER_SIZE'):   # --size ROWS,HELD_OUT,MAX_EPOCHS: a trial on fewer rows (not recorded)
     N_TRAIN, N_TEST, MAX_EPOCHS = map(int, os.environ['TPUTUTOR_TRAINER_SIZE'].split(','))
 CONTENDERS = {   # name -> (what it is, anchor?, framework group: the contenders a smoke run puts in one process)
@@ -205,8 +206,10 @@ def worker(names, epochs):
 # ------------------------------------------------------------------ the driver
 def start(names, epochs, env)->list:
     "Runs of `names` (one process) with `epochs` epochs: their results, each with the process's import seconds"
-    p = subprocess.run([sys.executable, __file__, 'worker', ','.join(names), str(epochs)] + (['--smoke'] if SMOKE else []),
-                       capture_output=True, text=True, env=env)
+    if SMOKE:   # a smoke run: in this process, whose frameworks the smoke run started (`smoke`)
+        os.environ.update(env)
+        return [dict(run(name, epochs), import_s=0.0) for name in names]
+    p = subprocess.run([sys.executable, __file__, 'worker', ','.join(names), str(epochs)], capture_output=True, text=True, env=env)
     lines = p.stdout.splitlines()
     ready = [json.loads(l[6:]) for l in lines if l.startswith('READY ')]
     res = [json.loads(l[7:]) for l in lines if l.startswith('RESULT ')]
@@ -231,6 +234,8 @@ def main(names=tuple(CONTENDERS), record=True):
         left = [n for n in left if not any(r['name'] == n and r['held_out'] >= TARGET for r in runs)]
         if not left: break
     import shutil; shutil.rmtree(cache, ignore_errors=True)
+    if SMOKE and (RESULTS / 'trainer_runs.json').exists():   # a smoke run's groups run one after the other: each adds its contenders' runs
+        runs = [r for r in json.loads((RESULTS / 'trainer_runs.json').read_text())['runs'] if r['name'] not in names] + runs
     rec = dict(runs=runs, settings=dict(rows=N_TRAIN, held_out=N_TEST, folds=FOLDS, max_len=MAX_LEN, buckets=BUCKETS, batch=BATCH,
                                         max_epochs=MAX_EPOCHS, target=TARGET, threads=THREADS, **SCHEDULE),
                load=', '.join(f'{x:.1f}' for x in os.getloadavg()), **provenance('trainer'))
@@ -325,9 +330,15 @@ def report_runs(rec=None, write=True):
         _write(RESULTS / 'trainer.json', json.dumps([dict(benchmark='trainer', **{**prov, **g}) for g in goals], indent=1) + '\n')
     return {k: r['wall_s'] for k, r in best.items()}
 
+def smoke(group):
+    "A smoke run's part (bench/run.py): the contenders of framework group `group` in this process, added to the record"
+    _start(group)
+    return main(tuple(n for n, c in CONTENDERS.items() if c[2] == group))
+
 if __name__ == '__main__':
     args = [a for a in sys.argv[1:] if a != '--smoke']
-    if args[:1] == ['worker']: worker(args[1].split(','), int(args[2]))
+    if SMOKE: smoke_alone('trainer')
+    elif args[:1] == ['worker']: worker(args[1].split(','), int(args[2]))
     elif args[:1] == ['report']: report_runs()
     elif args[:1] == ['--size']:
         os.environ['TPUTUTOR_TRAINER_SIZE'] = args[1]

