@@ -140,9 +140,9 @@ def run(d, out, names=CONTENDERS):
         if line: res.append(dict(json.loads(line[-1][7:]), seconds=round(time.time() - t0)))
         else: res.append(dict(name=name, error=(r.stdout[-1500:] + r.stderr[-3000:])))
         print(name, res[-1] if 'error' not in res[-1] else res[-1]['error'][-2500:], flush=True)
-    rec = dict(batch=BATCH, length=LEN, rows=ROWS, epochs=EPOCHS, results=res,
-               **provenance('gpu', env='gpu', how=HOW))   # made on the GPU machine: its versions are kept, not compared with this one's
-    (out / 'gpu.json').write_text(json.dumps(rec, indent=1))
+        rec = dict(batch=BATCH, length=LEN, rows=ROWS, epochs=EPOCHS, results=res,
+                   **provenance('gpu', env='gpu', how=HOW))   # made on the GPU machine: its versions are kept, not compared with this one's
+        (out / 'gpu.json').write_text(json.dumps(rec, indent=1))   # after every contender: a run cut short keeps what it measured
     print(json.dumps(rec, indent=1))
 
 def smoke(part=None):
