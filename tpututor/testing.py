@@ -13,8 +13,8 @@ from .models.checkpoint import check_family, model_config
 
 # %% auto #0
 __all__ = ['FRAMEWORKS', 'RESULTS_URL', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
-           'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'module_file',
-           'code_hash', 'notebook_hash', 'versions', 'recorded']
+           'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'code_text',
+           'module_file', 'code_hash', 'notebook_hash', 'versions', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
@@ -263,7 +263,17 @@ def tpu_rows(
     return min(n or cut, cut) if rehearsal() else n
 
 # %% ../nbs/12_testing.ipynb #cc31c104
-def _code(path)->str:
+def _canon(node)->str:
+    "An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them or not by version)"
+    import ast
+    if isinstance(node, ast.AST):
+        fields = [f'{f}={_canon(v)}' for f, v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list): return '[' + ', '.join(map(_canon, node)) + ']'
+    return repr(node)
+
+# %% ../nbs/12_testing.ipynb #a55a9446
+def code_text(path)->str: # the code as text: the same on every Python from 3.10 on, so a record made on a GPU machine's Python checks here
     "The code of a Python file without its docstrings and comments (what runs, not what it says)"
     import ast
     tree = ast.parse(Path(path).read_text())
@@ -271,7 +281,7 @@ def _code(path)->str:
         body = getattr(node, 'body', None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
            and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    return _canon(tree)
 
 # %% ../nbs/12_testing.ipynb #1678ab80
 def module_file(
@@ -289,7 +299,7 @@ def code_hash(
 )->str:       # 16 hex digits
     "A hash of the code of tpututor `modules` and of `files`: it changes when what runs changes, not when a comment does"
     h = hashlib.sha256()
-    for p in [module_file(m) for m in sorted(set(modules))] + [Path(f) for f in files]: h.update(p.name.encode() + b'\0' + _code(p).encode())
+    for p in [module_file(m) for m in sorted(set(modules))] + [Path(f) for f in files]: h.update(p.name.encode() + b'\0' + code_text(p).encode())
     return h.hexdigest()[:16]
 
 # %% ../nbs/12_testing.ipynb #1a412552
