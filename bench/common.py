@@ -159,6 +159,18 @@ def why_stale(e:dict, now:dict)->str|None:
 
 FOREIGN = {'families.json/kaggle': ('kaggle', './run.sh compat families')}   # parts that another environment records
 
+def waits_for_gpu(s:dict)->bool:
+    """A stale entry made on the GPU machine (`env` 'gpu'): only some machines have a GPU, so it is measured again when one is
+    at hand, and until then every page that shows it says that its code changed since (`stale_note`) instead of failing the suite"""
+    return s['env'] == 'gpu'
+
+def stale_note(file:str, results=None)->str:
+    "What a page says above record `file` (e.g. 'gpu.md') when it waits for a GPU: the date and that the code changed since; '' when current"
+    stem = Path(file).stem
+    mine = [s for s in stale(results) if Path(s['file']).stem.removesuffix('_runs') == stem and waits_for_gpu(s)]
+    return (f"**Measured with code that has changed since** ({mine[0]['why']}): these figures wait for a GPU to be measured "
+            f"again (`{mine[0]['how']}`).") if mine else ''
+
 def stale(results=None)->list:
     "Every entry of every record in bench/results that is stale or carries no code hash: dicts of file, where, why, env, how, rerun"
     results, now, out = Path(results or RESULTS), versions_here(), []

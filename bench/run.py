@@ -6,6 +6,7 @@ every comparison against its goal and write it to bench/results/summary.md.
     python bench/run.py --stale      run again what is stale (records whose code or versions changed, or that carry no
                                      code hash), then save the notebook outputs that show records again (--outputs)
     python bench/run.py --outputs    save again the outputs of the notebook cells that print a figure from a record
+    python bench/run.py --summary    write bench/results/summary.md again from the records (which GPU records wait for a GPU)
     python bench/run.py --check      list what is stale and which saved outputs differ from their records; exit 1 if any
     python bench/run.py --smoke [NAME ...]   every bench (or those named) on tiny shapes, a few seconds each, its record
                                      written into a temporary folder: one process per framework group (`SMOKE_GROUPS`) runs
@@ -14,19 +15,20 @@ every comparison against its goal and write it to bench/results/summary.md.
 import gc, importlib, json, os, resource, shutil, subprocess, sys, tempfile, time, traceback
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, BENCH, SMOKE_ENV, drop_empty_results, _write, table, stale, shown_mismatches, refresh_outputs
+from common import RESULTS, BENCH, SMOKE_ENV, drop_empty_results, _write, table, stale, waits_for_gpu, shown_mismatches, refresh_outputs
 
 ORDER = ['trainer', 'defaults', 'gpu', 'xla_buckets', 'xla_spmd', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'tutorials']   # the summary's order
 
 def names()->list: return sorted(p.stem[6:] for p in BENCH.glob('bench_*.py'))
 
 def summary()->str:
-    rows = []
+    rows, waiting = [], {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in stale() if waits_for_gpu(s)}
     for f in sorted(RESULTS.glob('*.json'), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem)):
         data = json.loads(f.read_text())
         for r in data if isinstance(data, list) else []:   # families.json is a table of its own (the supported-models page)
+            when = r['date'] + (' (code changed since: waits for a GPU)' if f.stem in waiting else '')
             rows.append({'comparison': r['comparison'], 'measured': r['measured'], 'goal': r['goal'],
-                         'met': {True: 'yes', False: '**no**', None: '-'}[r['met']], 'measured on': r['date'], 'reproduce': f"`{r['how']}`"})
+                         'met': {True: 'yes', False: '**no**', None: '-'}[r['met']], 'measured on': when, 'reproduce': f"`{r['how']}`"})
     return ('## Summary: every comparison against its goal\n\n' +
             table(rows, ['comparison', 'measured', 'goal', 'met', 'measured on', 'reproduce']) +
             '\n\nRatios of the two ways measured side by side in one run, on the machine named in each section below '
@@ -47,11 +49,11 @@ def rerun_stale()->list:
     "The commands that make every stale record made here again (a whole bench where any of its entries needs it)"
     todo = stale()
     for s in todo: print(f"stale: {s['file']}{s['where']}: {s['why']} ({s['how']})")
-    foreign = {s['how'] for s in todo if s['env'] not in ('here', 'gpu')}
+    foreign = {s['how'] for s in todo if s['env'] != 'here'}
     for h in sorted(foreign): print(f'made in another environment; run there: {h}')
     cmds = []
     for s in todo:
-        if s['env'] == 'kaggle' or s['env'] not in ('here', 'gpu'): continue
+        if s['env'] != 'here': continue   # made on a GPU or an image's stand-in: run there
         c = s['rerun']
         if [c[0]] in cmds or c in cmds: continue
         if len(c) == 1: cmds = [x for x in cmds if x[0] != c[0]]
@@ -178,6 +180,7 @@ if __name__ == '__main__':
     if '--check' in args: sys.exit(check())
     if '--outputs' in args:
         print('saved again:', refresh_outputs() or 'nothing (every output matches its record)'); sys.exit(0)
+    if '--summary' in args: _write(RESULTS / 'summary.md', summary()); sys.exit(0)
     failed = run(rerun_stale() if '--stale' in args else [[f'bench_{n}.py'] for n in (args or names())])
     if '--stale' in args: print('saved again:', refresh_outputs() or 'nothing')
     text = summary()

@@ -389,13 +389,27 @@ def _every_tutorial(head, rows):
     return rows + [[f'tutorials/{nb.name}', 'not recorded'] + ['-'] * (len(head) - 2)
                    for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
 
+def _bench_common():
+    "bench/common.py, which knows which records are stale"
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+def _noted(md:str, note:str)->str:
+    "A record's page with `note` under its heading"
+    if not note: return md
+    head, _, rest = md.partition('\n')
+    return f'{head}\n\n{note}\n{rest}'
+
 def performance_page():
     res = sorted((ROOT / 'bench' / 'results').glob('*.md'), key=lambda p: (p.stem != 'summary', p.stem))   # the summary first
     parts = ['# Performance\n',
              'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
              'table here; `./run.sh bench` measures them all again on your machine and prints the summary table '
              '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
-    parts += [_tables(_tables(p.read_text().strip(), _commands_whole), _every_tutorial) + '\n' for p in res] or \
+    note = _bench_common().stale_note   # a record made on a GPU and measured with older code says so above its tables
+    parts += [_tables(_tables(_noted(p.read_text().strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n' for p in res] or \
              ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
 
