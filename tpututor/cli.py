@@ -36,8 +36,9 @@ DEFAULT_JOB = dict(rows=2000, held_out=1000, max_len=64, epochs=1, batch_size=16
 
 # %% ../nbs/11_cli.ipynb #b7db185c
 SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where the command line names none, why)
-    'cpu': (dict(buckets=4, batch_size=16, precision='fp32'),
-            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows per step over all devices"),
+    'cpu': (dict(buckets=4, batch_size=16, precision='bf16'),
+            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows per step over all devices; "
+            "bf16 with the torch backend on a CPU with bfloat16 instructions"),
     'gpu': (dict(buckets=4, batch_size=32, precision='bf16'),
             "length buckets as on a CPU; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per device"),
     'tpu': (dict(buckets=4, batch_size=32, precision='bf16'),
@@ -49,12 +50,12 @@ SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where
 def speed_defaults(
     given,          # the speed options the command line (or the embedded job) already set: they win
     device:str,     # 'cpu', 'gpu' or 'tpu' (`device_class`)
-    bf16:bool=True, # False: a GPU without bfloat16 (it keeps fp32)
+    bf16:bool|str=True, # True, or why this device keeps fp32 (a GPU without bfloat16, a CPU without its instructions)
 )->tuple:           # (the options to set, the log line saying what was chosen and why; None when nothing was)
     "The speed options `tpututor train` chooses for `device` where none was given, and why"
     opts, why = SPEED_DEFAULTS[device]
     chosen = {k: v for k, v in opts.items() if k not in given}
-    if chosen.get('precision') == 'bf16' and not bf16: chosen['precision'], why = 'fp32', why + '; fp32: this GPU has no bfloat16'
+    if chosen.get('precision') == 'bf16' and bf16 is not True: chosen['precision'], why = 'fp32', why + f"; fp32: {bf16 or 'no bfloat16 here'}"
     if not chosen: return {}, None
     words = {'buckets': lambda v: f'{v} length buckets' if v else 'padding to --max-len', 'batch_size': lambda v: f'batch {v}', 'precision': str}
     flags = ', '.join('--' + k.replace('_', '-') for k in chosen)
@@ -334,12 +335,19 @@ def device_class(backend)->str: # 'tpu', 'gpu' or 'cpu': the row of `SPEED_DEFAU
     d = (_describe(backend) or '').lower()
     return 'gpu' if 'cuda' in d or 'gpu' in d else 'cpu'
 
-def _bf16_gpu()->bool:
+def _bf16_gpu()->bool|str: # True, or why fp32
     "Does this GPU compute in bfloat16 (Ampere and later)?"
     try:
         import torch
-        return torch.cuda.is_bf16_supported()
+        return torch.cuda.is_bf16_supported() or 'this GPU has no bfloat16'
     except Exception: return True   # no torch to ask: the backend's framework says so when it cannot
+
+def _bf16_cpu(backend:str)->bool|str: # True, or why fp32
+    "Does a CPU run of `backend` gain from bfloat16? The torch backend on a CPU with bfloat16 instructions does (bench/bench_defaults.py)"
+    if backend != 'torch': return f'bfloat16 is measured faster on a CPU with the torch backend only, not {backend}'
+    try: flags = set(Path('/proc/cpuinfo').read_text().split())
+    except OSError: flags = set()   # not Linux: not known
+    return True if flags & {'avx512_bf16', 'amx_bf16'} else 'this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)'
 
 # %% ../nbs/11_cli.ipynb #8c474ea4
 def start_backend(args): # the backend named by --backend, its devices started
@@ -414,7 +422,8 @@ def fit_batch(job:Job, backend)->TrainConfig: # the run's config, with the speed
     dev = device_class(backend)
     if args.backend != 'bow':   # the baseline has no batches, shapes or precision
         given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (not args.data and k in DEFAULT_JOB)}
-        chosen, line = speed_defaults(given, dev, dev != 'gpu' or _bf16_gpu())
+        name = getattr(backend, 'name', args.backend)
+        chosen, line = speed_defaults(given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(name) if dev == 'cpu' else True)
         if 'batch_size' in chosen and dev == 'cpu':   # a CPU's devices are slices of the same cores: the rows per step stay the same
             chosen['batch_size'] = max(1, chosen['batch_size'] * cfg.model_parallel // backend.replicas())
         cfg = cfg.replace(**chosen)
