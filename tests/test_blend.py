@@ -46,7 +46,8 @@ def test_predict_offline_after_the_model_folder_is_gone(data, tmp_path):
     model = tiny_model_dir(tmp_path/'roberta', rotten_tomatoes().text[:1000], 'roberta', vocab_size=600, hidden=32, layers=1, heads=2, max_len=64)
     run = tmp_path/'run'
     code, _, stderr = tpututor('train', '--data', data/'train.csv', '--test', data/'test.csv', '--model', model, '--backend', 'torch',
-                               '--folds', 2, '--epochs', 1, '--max-len', 32, '--buckets', 2, '--batch-size', 16, '--rows', 200, '--out', run)
+                               '--folds', 2, '--epochs', 1, '--max-len', 32, '--buckets', 2, '--batch-size', 16, '--rows', 200, '--out', run,
+                               '--precision', 'fp32')   # as predict on a CPU: its predictions must equal the run's
     assert code == 0, stderr[-3000:]
     assert sorted(p.name for p in (run/'model').iterdir()) == ['config.json', 'tokenizer.json']
     kit = json.loads((run/'predict.json').read_text())

@@ -22,7 +22,8 @@ def setup(tmp_path_factory):
 
 def cmd(d, backend, out, folds=3):
     return [venv_bin('tpututor'), 'train', '--data', str(d/'train.csv'), '--test', str(d/'test.csv'), '--model', str(d/'tiny'),
-            '--backend', backend, '--folds', str(folds), '--epochs', '2', '--max-len', '32', '--buckets', '3', '--batch-size', '4', '--out', str(out)]
+            '--backend', backend, '--folds', str(folds), '--epochs', '2', '--max-len', '32', '--buckets', '3', '--batch-size', '4', '--out', str(out),
+            '--precision', 'fp32']   # as `predict` on a CPU, which must reproduce the run's test predictions
 
 def run(args):
     r = subprocess.run(args, capture_output=True, text=True, env=clean_env())
