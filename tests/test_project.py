@@ -125,10 +125,13 @@ def test_tested_on_table(tmp_path):
     (tmp_path / 'bench' / 'results' / 'gpu.json').write_text(json.dumps([row('NVIDIA H100 80GB HBM3', '2026-11-24')]))
     (tmp_path / 'tools' / 'compat' / 'results-colab.json').write_text(json.dumps(dict(
         machine='Intel Xeon x2', python='3.13.0', date='2026-11-26', title="Colab's TPU runtime versions", command='./run.sh compat colab')))
+    (tmp_path / 'bench' / 'results' / 'predict.json').write_text(json.dumps([   # made on the GPU machine: `machine` is its host CPU
+        {**row('Intel Xeon x16, Python 3.12.3', '2026-11-26'), 'env': 'gpu', 'comparison': 'NVIDIA H200: test examples/s of predict'}]))
     full = tested_on(tmp_path)
     assert '| GPU | NVIDIA H100 80GB HBM3 | the GPU benchmark (`bench/bench_gpu.py`) | 2026-11-24 |' in full, full
+    assert '| GPU | NVIDIA H200, Python 3.12.3 | the predict benchmark (`bench/bench_predict.py`) | 2026-11-26 |' in full and 'x16' not in full, full
     assert "| CPU | Intel Xeon x2, Python 3.13.0 | the notebooks and the default job with Colab's TPU runtime versions (`./run.sh compat colab`) | 2026-11-26 |" in full, full
-    assert '| TPU | not yet |' in full and len(full.strip().splitlines()) == 2 + 4, full
+    assert '| TPU | not yet |' in full and len(full.strip().splitlines()) == 2 + 5, full
     here = tested_on()   # this repository's records: the recorded GPU bench, no TPU
     assert '| TPU | not yet |' in here and '| GPU | not yet |' not in here, here
     nb = tmp_path / 'index.ipynb'

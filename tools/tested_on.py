@@ -24,7 +24,10 @@ def records(root:Path=ROOT)->list:
         for r in rows if isinstance(rows, list) else []:   # the summary rows; the per-run files beside them are dicts
             if not (r.get('machine') and r.get('date')): continue
             machine, _, py = r['machine'].partition(', Python ')
-            what = 'the GPU benchmark (`bench/bench_gpu.py`)' if p.stem == 'gpu' else 'the benchmarks (`./run.sh bench`)'
+            gpu = re.search(r'NVIDIA [^,:)]+', r.get('comparison', '')) if r.get('env') == 'gpu' else None
+            if gpu: machine = gpu.group(0)   # made on the GPU machine: its GPU, which the comparison names (`machine` is its host CPU)
+            what = {'gpu': 'the GPU benchmark (`bench/bench_gpu.py`)', 'predict': 'the predict benchmark (`bench/bench_predict.py`)'}.get(
+                p.stem, 'the benchmarks (`./run.sh bench`)')
             out.append(dict(platform=_platform(machine), machine=machine, python=py or None, date=r['date'], what=what))
     for p in sorted((root / 'tools' / 'compat').glob('results-*.json')):
         r = json.loads(p.read_text())
