@@ -133,12 +133,12 @@ def run(d, out, names=CONTENDERS):
     res = []
     for name in names:
         t0 = time.time()
-        if SMOKE:   # the eager contenders on a CPU: in this process, no extra start-up
-            res.append(dict(one(name, d), seconds=round(time.time() - t0))); continue
-        r = subprocess.run([sys.executable, __file__, 'one', name, str(d)], capture_output=True, text=True, timeout=900)
-        line = [l for l in r.stdout.splitlines() if l.startswith('RESULT ')]
-        if line: res.append(dict(json.loads(line[-1][7:]), seconds=round(time.time() - t0)))
-        else: res.append(dict(name=name, error=(r.stdout[-1500:] + r.stderr[-3000:])))
+        if SMOKE: res.append(dict(one(name, d), seconds=round(time.time() - t0)))   # the eager contenders on a CPU: in this process
+        else:
+            r = subprocess.run([sys.executable, __file__, 'one', name, str(d)], capture_output=True, text=True, timeout=900)
+            line = [l for l in r.stdout.splitlines() if l.startswith('RESULT ')]
+            if line: res.append(dict(json.loads(line[-1][7:]), seconds=round(time.time() - t0)))
+            else: res.append(dict(name=name, error=(r.stdout[-1500:] + r.stderr[-3000:])))
         print(name, res[-1] if 'error' not in res[-1] else res[-1]['error'][-2500:], flush=True)
         rec = dict(batch=BATCH, length=LEN, rows=ROWS, epochs=EPOCHS, results=res,
                    **provenance('gpu', env='gpu', how=HOW))   # made on the GPU machine: its versions are kept, not compared with this one's
