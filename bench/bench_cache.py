@@ -25,6 +25,7 @@ def _fold_rows(run:Path, proc:str)->list:
     "One row per fold trained in `run` (folds loaded from an earlier process are skipped)"
     rows = []
     for fd in sorted(run.glob('fold*/history.json')):
+        if not (fd.parent / 'done.json').exists(): continue   # killed before the fold was recorded: the resume trains it again
         done, h = json.loads((fd.parent / 'done.json').read_text()), json.loads(fd.read_text())
         r = h['records'][0]
         rows.append(dict(run=proc, fold=int(fd.parent.name[4:]), fold_s=done['seconds'], train_s=round(r['seconds'], 1),
@@ -37,7 +38,7 @@ def _train(cmd, out:Path, env, kill_after_fold0=False)->float:
     log = open(out.with_suffix('.log'), 'a')
     p = subprocess.Popen(cmd + ['--out', str(out)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     if kill_after_fold0:
-        while p.poll() is None and not (out / 'fold0' / 'done.json').exists(): time.sleep(0.5)
+        while p.poll() is None and not (out / 'fold0' / 'done.json').exists(): time.sleep(0.05)
         if p.poll() is None: os.killpg(p.pid, signal.SIGKILL)
     rc = p.wait()
     if rc and not kill_after_fold0: sys.exit(f'{" ".join(cmd)} failed ({rc}): see {out.with_suffix(".log")}')
@@ -61,17 +62,19 @@ def measure(backend:str, rows=300, folds=3)->dict:
     killed = _fold_rows(tmp / 'run3', '3 killed')
     walls['3 resumed'] = _train(cmd, tmp / 'run3', env)
     rows = _fold_rows(tmp / 'run1', '1 cold') + _fold_rows(tmp / 'run2', '2 rerun') + killed
-    rows += [r | {'run': '3 resumed'} for r in _fold_rows(tmp / 'run3', '3 resumed') if r['fold'] > 0]
+    rows += [r | {'run': '3 resumed'} for r in _fold_rows(tmp / 'run3', '3 resumed') if r['fold'] not in {k['fold'] for k in killed}]
     cache_mb = sum(f.stat().st_size for f in cc.rglob('*') if f.is_file()) / 2**20
-    def first_over_later(run, first):
+    def first_over_later(run):
         f = [r for r in rows if r['run'] == run]
+        if not f: return {'fold_s': None, 'train_s': None, 'first': '-'}   # (smoke) the killed run finished every fold first
+        first = min(r['fold'] for r in f)   # the resumed process starts after the folds the killed one finished
         a = next(r for r in f if r['fold'] == first); later = [r for r in f if r['fold'] > first]
-        return {k: _over(a[k], sum(r[k] for r in later) / len(later)) for k in ('fold_s', 'train_s')}
+        return {k: _over(a[k], sum(r[k] for r in later) / len(later)) if later else None for k in ('fold_s', 'train_s')} | {'first': first}
     fold0 = {r['run']: r['fold_s'] for r in rows if r['fold'] == 0}
-    later = {p: sum(r['compiles'] for r in rows if r['run'] == p and r['fold'] > min(q['fold'] for q in rows if q['run'] == p))
+    later = {p: sum(r['compiles'] for r in rows if r['run'] == p and r['fold'] > min((q['fold'] for q in rows if q['run'] == p), default=0))
              for p in ('1 cold', '2 rerun', '3 resumed')}   # compiles after each process's first fold
     res = dict(backend=backend, rows=rows, later_compiles=later, cold_over_rerun=_over(fold0['1 cold'], fold0['2 rerun']), walls={k: round(v, 1) for k, v in walls.items()}, cache_mb=round(cache_mb, 1),
-               cold=first_over_later('1 cold', 0), rerun=first_over_later('2 rerun', 0), resumed=first_over_later('3 resumed', 1))
+               cold=first_over_later('1 cold'), rerun=first_over_later('2 rerun'), resumed=first_over_later('3 resumed'))
     shutil.rmtree(tmp, ignore_errors=True)
     return res
 
@@ -84,7 +87,7 @@ def main(backends=('keras', 'xla')):
         body.append(f"### `--backend {b}`\n\n" + table(r['rows'], ['run', 'fold', 'fold_s', 'train_s', 'compiles', 'from_cache', 'compile_s']))
         body.append(f"Cache folder after the runs: {r['cache_mb']} MB. Process wall seconds (start-up, tokenizing and "
                     f"every fold): " + ', '.join(f'run {k} {v}s' for k, v in r['walls'].items()) + '.')
-        lines = [dict(process=k, first='fold 1' if k == 'resumed' else 'fold 0', fold_ratio=_x(r[k]['fold_s']),
+        lines = [dict(process=k, first=f"fold {r[k]['first']}", fold_ratio=_x(r[k]['fold_s']),
                       train_ratio=_x(r[k]['train_s'])) for k in ('cold', 'rerun', 'resumed')]
         body.append('First fold a process trains over the mean of its later folds (fold seconds; training epoch seconds):\n\n'
                     + table(lines, ['process', 'first', 'fold_ratio', 'train_ratio']))

@@ -20,10 +20,10 @@ def clean_env(**extra):
 
 # ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first
 def group_of(nodeid:str)->str:
-    "Tests that share a module-scoped fixture stay on one worker: one group per test module; each notebook, and each backend's family matrix, is a group of its own"
+    "Tests that share a module-scoped fixture stay on one worker: one group per test module; each notebook is a group of its own"
     nodeid = nodeid.split('@')[0] if nodeid.rfind('@') > nodeid.rfind(']') else nodeid   # xdist's '@group' suffix off
     path = Path(nodeid.split('::')[0]).name
-    return nodeid.split('::')[-1] if path in ('test_notebooks.py', 'test_families.py') else path   # the family matrix: one group per backend
+    return nodeid.split('::')[-1] if path == 'test_notebooks.py' else path
 
 def _xdist_name(group:str)->str:
     "The group's name as xdist can read it back: it splits a test id at '@' only when no ']' follows, so brackets become parentheses"

@@ -4,7 +4,7 @@ as the hub saves them and as bare encoders, each fitted one epoch and predicted 
 
 For keras it also checks that each converted encoder is the checkpoint's network: KerasHub's token vectors against
 transformers' torch model on the same rows (cosine similarity of every real token's vector).
-Used by tests/test_families.py; `python tests/family_probe.py BACKEND WORKDIR [FAMILY,...]` (default: every family)."""
+Run by bench/bench_families.py (recorded; tests/test_families.py checks the record); `python tests/family_probe.py BACKEND WORKDIR [FAMILY,...]` (default: every family)."""
 import json, os, sys
 from pathlib import Path
 if sys.argv[1] != 'xla': os.environ.setdefault('USE_TORCH_XLA', '0')

@@ -9,7 +9,7 @@ files included:
   (`#| default_exp`), every notebook and tutorial whose code names it, and the test files that name it; and the
   backend contract (tests/test_backends.py) whenever a backend is among them;
 - a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py;
-  tests/family_probe.py: tests/test_families.py);
+  tests/family_probe.py: tests/test_families.py and tests/test_project.py, whose family record goes stale);
 - bench/, tools/compat/, README.md, pyproject.toml, run.sh, this file: tests/test_project.py (recorded results, README, sync);
   tools/docs/: tests/test_docs.py; pyproject.toml also tests/test_wheel.py."""
 import ast, re, subprocess, sys
@@ -107,7 +107,7 @@ def targets(files)->list:
             out += module_targets(module_of(p), graph)
         elif f == 'tests/conftest.py': return ['tests']
         elif f == 'tests/contract_probe.py': out.append('tests/test_backends.py')
-        elif f == 'tests/family_probe.py': out.append('tests/test_families.py')
+        elif f == 'tests/family_probe.py': out += ['tests/test_families.py', 'tests/test_project.py']
         elif f.startswith('tests/test_') and f.endswith('.py') and p.exists(): out.append(f)
         elif f.startswith(('bench/', 'tools/compat/')) or f in ('README.md', 'pyproject.toml', 'run.sh', 'tools/make_readme.py', 'tools/changed.py'):
             out.append('tests/test_project.py')
