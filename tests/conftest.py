@@ -1,4 +1,4 @@
-import json, os, sys
+import functools, importlib.util, json, os, sys
 from pathlib import Path
 import pytest
 
@@ -7,6 +7,18 @@ NBS = ROOT / 'nbs'
 DURATIONS = ROOT / 'tests' / 'durations.json'           # seconds per test group, measured: the order the suite runs in
 MEASURED = ROOT / 'tests' / 'artifacts' / 'durations.json'   # what the last run measured (copy it over DURATIONS to refresh)
 NEW_TEST_S = 60                                          # a test the record does not know yet: the budget of a new notebook
+
+@functools.cache
+def bench_common():
+    "bench/common.py as a module (the records' helpers), loaded once per test process"
+    spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+@functools.cache
+def stale_records()->tuple:
+    "`stale()` of bench/results, found once per test process (it hashes the code of every record)"
+    return tuple(bench_common().stale())
 
 def venv_bin(name):
     "Path of console script `name` beside the running interpreter"

@@ -6,23 +6,16 @@ tests/test_project.py::test_recorded_results_are_current fails when the code or 
 test reads is what today's code does. The smoke run (`bench/run.py --smoke`) runs the probe itself on one family.
 Every family a backend runs must have trained and predicted; every family it cannot run must have been refused up
 front naming a backend that runs it."""
-import functools, json, importlib.util
+import json
 import pytest
 from tpututor.models.families import FAMILIES, backends_for
-from conftest import ROOT
+from conftest import ROOT, stale_records
 
 RECORD = ROOT/'bench'/'results'/'families.json'
 
-@functools.cache
-def _stale()->tuple:
-    "The stale entries of families.json (bench/common.py's check, made once: it hashes the code of every record)"
-    spec = importlib.util.spec_from_file_location('bench_common', ROOT/'bench'/'common.py')
-    c = importlib.util.module_from_spec(spec); spec.loader.exec_module(c)
-    return tuple(s for s in c.stale() if s['file'] == 'families.json')
-
 def _stale_here(backend:str)->list:
     "Why the 'here' record of `backend` is stale (empty when it was made with today's code and versions)"
-    return [s['why'] for s in _stale() if s['where'] == f'/here/{backend}']
+    return [s['why'] for s in stale_records() if s['file'] == 'families.json' and s['where'] == f'/here/{backend}']
 
 @pytest.mark.parametrize('backend', ['keras', 'xla', 'torch', 'tf'])
 def test_family_matrix(backend):

@@ -1,7 +1,7 @@
 "The project's own checks: nbdev sync, README sync, and what `import tpututor` may load."
 import filecmp, shutil, subprocess, sys
 from pathlib import Path
-from conftest import ROOT, NBS, venv_bin, clean_env
+from conftest import ROOT, NBS, venv_bin, clean_env, bench_common, stale_records
 
 def _tree_diff(a, b):
     "Relative paths of files that differ between trees `a` and `b` (ignoring caches)"
@@ -205,16 +205,10 @@ def test_migration_table():
 # carries a hash of the code of every tpututor module its run imported (its child processes too), of the bench's own
 # files, and the framework and Python versions (bench/common.py: `provenance`). An entry measured with other code, or
 # here with other versions, is stale; a notebook cell that prints a figure from a record must show what the record says.
-def _bench_common():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    return mod
-
 def test_recorded_results_are_current():
     "Every record under bench/results was measured with today's code (and, made here, today's versions), and says so"
-    c = _bench_common()
-    bad = [s for s in c.stale() if not c.waits_for_gpu(s)]   # a GPU's records wait for a GPU: the pages say so (next test)
+    c = bench_common()
+    bad = [s for s in stale_records() if not c.waits_for_gpu(s)]   # a GPU's records wait for a GPU: the pages say so (next test)
     by_cmd = {}
     for s in bad: by_cmd.setdefault(s['how'], []).append(f"bench/results/{s['file']}{s['where']}: {s['why']}")
     assert not bad, ('stale recorded results (all made here at once: ./run.sh bench --stale):\n' +
@@ -223,8 +217,8 @@ def test_recorded_results_are_current():
 def test_pages_say_which_gpu_records_wait():
     "A record made on a GPU with code that changed since is named as such in the summary and above its own tables on the Performance page"
     import importlib.util, sys
-    c = _bench_common()
-    waiting = {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in c.stale() if c.waits_for_gpu(s)}
+    c = bench_common()
+    waiting = {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in stale_records() if c.waits_for_gpu(s)}
     summary = (ROOT / 'bench' / 'results' / 'summary.md').read_text()
     sys.path.insert(0, str(ROOT / 'bench'))
     spec = importlib.util.spec_from_file_location('bench_run', ROOT / 'bench' / 'run.py')
@@ -235,13 +229,13 @@ def test_pages_say_which_gpu_records_wait():
 
 def test_shown_outputs_equal_records():
     "A notebook cell that prints a figure from a record shows, in its saved output, what that record says today"
-    bad = _bench_common().shown_mismatches()
+    bad = bench_common().shown_mismatches()
     assert not bad, ('saved outputs differ from their records; save them again with `python bench/run.py --outputs`:\n' +
                      '\n'.join(f'nbs/{nb} cell {i}:\n  saved: {saved!r:.300}\n  now:   {now!r:.300}' for nb, i, saved, now in bad))
 
 def test_stale_finds_changed_code_and_missing_hashes(tmp_path):
     "What makes a record stale: a changed module, other versions, no code hash at all"
-    c = _bench_common()
+    c = bench_common()
     from tpututor.testing import code_hash
     now = c.versions_here()
     good = dict(bench='tokenize', modules=['tpututor.encoding'], files=['bench/bench_tokenize.py'], versions=now, env='here', date='today')

@@ -3,10 +3,11 @@
 `./run.sh compat` builds the Kaggle stand-in (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) and runs this
 script in it; `./run.sh compat colab` builds the Colab stand-in (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt).
 Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then, for Kaggle,
-the family matrix; then the default job (`tpututor train`, 5 folds on the embedded data). Results go to
+the family matrix; then the default job (`tpututor train` on the embedded data: Kaggle's as the README runs it,
+Colab's on 600 rows in 3 folds with the xla backend, IMAGES' `job`). Results go to
 tools/compat/results-IMAGE.md (shown on the docs' install page) and results-IMAGE.json, with the Python and framework
 versions, the date, the pin file's hash and the package code's hash; full logs to runs/compat/IMAGE/.
-    ./run.sh compat [colab]                  everything (Kaggle: about 45 minutes on 2 CPU cores; Colab: about 25)
+    ./run.sh compat [colab]                  everything (2026-11-26, 2 CPU cores shared with other runs: Kaggle 72 minutes, Colab 24)
     ./run.sh compat [colab] lessons/02_xla   only these notebooks (paths under nbs/, '.ipynb' optional); the table keeps
                                              the other rows while the pins, the package code and Python are unchanged
     ./run.sh compat [colab] ... families job also the family matrix (Kaggle) or the default job; alone, only those
@@ -32,8 +33,7 @@ IMAGES = {
         families=['keras', 'xla'], job=[], lacks=[]),
     # What the docs send Colab users to: the tutorials of the backend the install page recommends there (xla, as
     # shipped) and the default job on it (on 600 of its rows in 3 folds: the same code path as the full job, in a
-    # fraction of its time on a CPU); the Keras tutorials, whose first cell adds KerasHub, which the
-    # runtime lacks.
+    # fraction of its time on a CPU); the Keras tutorials, whose first cell adds KerasHub, which the runtime lacks.
     'colab': dict(
         title="Colab's TPU runtime versions", python='3.13', pins='colab-tpu.txt', command='./run.sh compat colab',
         notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold', 'tutorials/05_llm_classifier'],
