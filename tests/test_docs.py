@@ -350,7 +350,7 @@ def test_every_page_loads_clean(site, server, browser):
     browser.viewport(*WIDE)
     for i, p in enumerate(ps):          # each page is laid out once per window size: the next page opens in the size the last one ended in
         sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)
-        problems = browser.problems(browser.open(server + p))
+        problems = browser.problems(browser.open(server + p, settle=0.3))   # a page's requests end with its load event (the latest seen: 0.02 s after)
         title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
         if not title: problems.append('no h1 title in the article')
         opens = expected_buttons(p)

@@ -214,13 +214,17 @@ def test_recorded_results_are_current():
     assert not bad, ('stale recorded results (all made here at once: ./run.sh bench --stale):\n' +
                      '\n'.join(f'{cmd}\n  ' + '\n  '.join(v) for cmd, v in by_cmd.items()))
 
-def test_pages_say_which_gpu_records_wait():
+def test_pages_say_which_gpu_records_wait(monkeypatch):
     "A record made on a GPU with code that changed since is named as such in the summary and above its own tables on the Performance page"
     import importlib.util, sys
     c = bench_common()
+    # bench/results as found once for this process: `stale()` hashes the code of every record, and each call below asks it
+    found = c.stale
+    monkeypatch.setattr(c, 'stale', lambda results=None: list(stale_records()) if results is None else found(results))
+    monkeypatch.setitem(sys.modules, 'common', c)      # what bench/run.py imports its helpers from
     waiting = {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in stale_records() if c.waits_for_gpu(s)}
     summary = (ROOT / 'bench' / 'results' / 'summary.md').read_text()
-    sys.path.insert(0, str(ROOT / 'bench'))
+    monkeypatch.syspath_prepend(str(ROOT / 'bench'))
     spec = importlib.util.spec_from_file_location('bench_run', ROOT / 'bench' / 'run.py')
     run = importlib.util.module_from_spec(spec); spec.loader.exec_module(run)
     assert summary == run.summary(), 'bench/results/summary.md is not what the records say today: python bench/run.py --summary'

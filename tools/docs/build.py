@@ -390,10 +390,11 @@ def _every_tutorial(head, rows):
                    for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
 
 def _bench_common():
-    "bench/common.py, which knows which records are stale"
-    import importlib.util
+    "bench/common.py, which knows which records are stale; its `stale()` hashes the code of every record, so it runs once per build"
+    import functools, importlib.util
     spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    mod.stale = functools.cache(mod.stale)     # `stale_note` asks it once per record page
     return mod
 
 def _noted(md:str, note:str)->str:
