@@ -16,7 +16,7 @@ TPUTUTOR_DOCS_PREBUILT=1 says docs/ is already built. Chromium is installed with
 /usr/bin/chromium is missing (as root); without it, or without npm for the site's JavaScript, the tests skip
 and say why (and fail under CI=true).
 """
-import ast, base64, functools, http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
+import ast, base64, contextlib, functools, http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse, unquote
@@ -91,8 +91,23 @@ class Browser:
 
     def _recv(self):
         msg = json.loads(self.ws.recv())
-        if 'method' in msg: self.events.append(msg)
+        if msg.get('method') == 'Fetch.requestPaused':   # the search index, asked for while `small_search` holds: the small one
+            self.n += 1
+            self.ws.send(json.dumps(dict(id=self.n, method='Fetch.fulfillRequest', params=dict(
+                requestId=msg['params']['requestId'], responseCode=200, body=self.small_index,
+                responseHeaders=[dict(name='Content-Type', value='application/json')]))))
+        elif 'method' in msg: self.events.append(msg)
         return msg
+
+    @contextlib.contextmanager
+    def small_search(self, site):
+        """Pages opened inside get a search index of one entry instead of the site's: every page's search worker builds
+        its index as the page loads, about a CPU-second each for this site's (search itself: `test_nav_shows_the_project`)"""
+        index = json.loads((site / 'search' / 'search_index.json').read_text())
+        self.small_index = base64.b64encode(json.dumps({**index, 'docs': index['docs'][:1]}).encode()).decode()
+        self.send('Fetch.enable', patterns=[dict(urlPattern='*/search/search_index.json', requestStage='Request')])
+        try: yield
+        finally: self.send('Fetch.disable')
 
     def send(self, method, **params):
         self.n += 1; n = self.n
@@ -341,6 +356,12 @@ def test_nav_shows_the_project(site, server, browser):
     assert browser.wait_for("document.querySelectorAll('.md-search-result__item').length > 0", 20), 'search found nothing for "bfloat16"'
     browser.screenshot(ART / 'docs_search.png')
     assert not browser.problems(browser.events), browser.problems(browser.events)
+    deeper = next(p for p in pages() if '/' in p)   # a page in a folder reaches the worker and the index by a longer path
+    assert not browser.problems(browser.open(server + deeper)), browser.problems(browser.events)
+    browser.js("document.querySelector('.md-search__input').focus()")
+    browser.send('Input.insertText', text='bfloat16')
+    assert browser.wait_for("document.querySelectorAll('.md-search-result__item').length > 0", 20), f'search found nothing for "bfloat16" on {deeper}'
+    assert not browser.problems(browser.events), browser.problems(browser.events)
 
 def test_every_page_loads_clean(site, server, browser):
     "Every page loads without an error, has its buttons only where its notebook runs on Kaggle and Colab, an API entry for every name in its module's `__all__`, and is readable at 1280x800 and 390x844"
@@ -348,34 +369,38 @@ def test_every_page_loads_clean(site, server, browser):
     assert len(ps) >= 5, ps
     bad = {page: ['named in tpututor/_modidx.py, and not built'] for page in api if page not in ps}
     browser.viewport(*WIDE)
-    for i, p in enumerate(ps):          # each page is laid out once per window size: the next page opens in the size the last one ended in
-        sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)
-        problems = browser.problems(browser.open(server + p, settle=0.3))   # a page's requests end with its load event (the latest seen: 0.02 s after)
-        title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
-        if not title: problems.append('no h1 title in the article')
-        opens = expected_buttons(p)
-        for cls, what, url in (('tt-colab', 'Colab', 'https://colab.research.google.com/github/'),
-                               ('tt-kaggle', 'Kaggle', 'https://kaggle.com/kernels/welcome?src=https://github.com/')):
-            badge = browser.js(f"Array.from(document.querySelectorAll('a.{cls}')).map(a => a.href)")
-            if not opens:
-                if badge: problems.append(f'Open in {what} on a page whose notebook does not start with the install cell: {badge}')
-                continue
-            if len(badge) != 1 or not (badge[0].startswith(url) and badge[0].endswith('/' + opens)):
-                problems.append(f'not one Open in {what} button for {opens}: {badge}'); continue
-            same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
-            if same != 1 and p != 'index.html': problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
-        if p in api:
-            heads = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('article h2, article h3, article h4'))"
-                               ".map(h => [h.id, h.innerText.replace(/¶$/, '').trim()]))")
-            missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names
-                       if not any(text == n and hid.startswith(n.lower()) for hid, text in heads.items())]
-            if missing: problems.append(f'no API entry (a heading with the name and nbdev\'s anchor) for {missing}')
-        for k, size in enumerate(sizes):
-            if k: browser.viewport(*size)
-            problems += [f'at {size[0]} px: {x}' for x in readable(browser, CODE_CHARS if size == WIDE else 0)]
-        if problems: bad[p] = problems
+    with browser.small_search(site):
+        for i, p in enumerate(ps): check_page(browser, server, i, p, api, bad)
     browser.viewport(*WIDE)
     assert not bad, json.dumps(bad, indent=1)
+
+def check_page(browser, server, i, p, api, bad):
+    "What is wrong with page `p` (the `i`-th) into `bad`; the API entries it must have are taken out of `api`"
+    sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)   # laid out once per size: the next page opens in the size this one ended in
+    problems = browser.problems(browser.open(server + p, settle=0.3))   # a page's requests end with its load event (the latest seen: 0.02 s after)
+    title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
+    if not title: problems.append('no h1 title in the article')
+    opens = expected_buttons(p)
+    for cls, what, url in (('tt-colab', 'Colab', 'https://colab.research.google.com/github/'),
+                           ('tt-kaggle', 'Kaggle', 'https://kaggle.com/kernels/welcome?src=https://github.com/')):
+        badge = browser.js(f"Array.from(document.querySelectorAll('a.{cls}')).map(a => a.href)")
+        if not opens:
+            if badge: problems.append(f'Open in {what} on a page whose notebook does not start with the install cell: {badge}')
+            continue
+        if len(badge) != 1 or not (badge[0].startswith(url) and badge[0].endswith('/' + opens)):
+            problems.append(f'not one Open in {what} button for {opens}: {badge}'); continue
+        same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
+        if same != 1 and p != 'index.html': problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
+    if p in api:
+        heads = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('article h2, article h3, article h4'))"
+                           ".map(h => [h.id, h.innerText.replace(/¶$/, '').trim()]))")
+        missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names
+                   if not any(text == n and hid.startswith(n.lower()) for hid, text in heads.items())]
+        if missing: problems.append(f'no API entry (a heading with the name and nbdev\'s anchor) for {missing}')
+    for k, size in enumerate(sizes):
+        if k: browser.viewport(*size)
+        problems += [f'at {size[0]} px: {x}' for x in readable(browser, CODE_CHARS if size == WIDE else 0)]
+    if problems: bad[p] = problems
 
 def test_readable_finds_what_a_reader_cannot_read(server, browser):
     "The readability check itself: a clipped table, a wrapped log line, a temporary path and a page scrolling sideways are each found"
@@ -433,24 +458,29 @@ def test_lessons_show_pictures_and_fold_answers(site, server, browser):
     count, folded = {}, {}
     lessons = section_pages('Lessons')
     assert len(lessons) >= 5, lessons
-    for page in lessons:
-        problems = browser.problems(browser.open(server + page))
-        assert not problems, (page, problems)
-        browser.wait_for("document.querySelectorAll('.widget-html-content').length > 0 || true", 5)
-        count[page] = browser.js("""(() => {
-            const imgs = Array.from(document.querySelectorAll('article .jp-OutputArea-output img'))
-                .filter(i => i.closest('.animation') === null && i.naturalWidth > 100 && i.naturalHeight > 50);
-            const anims = Array.from(document.querySelectorAll('article .animation'))
-                .filter(a => a.querySelector('img') && a.querySelector('img').naturalWidth > 100);
-            const widgets = Array.from(document.querySelectorAll('article .jp-OutputArea-output .widget-vbox, article .jp-OutputArea-output .widget-hbox'))
-                .filter(w => w.parentElement.closest('.widget-vbox, .widget-hbox') === null && w.getBoundingClientRect().height > 50);
-            return imgs.length + anims.length + widgets.length; })()""")
-        folded[page] = browser.js("Array.from(document.querySelectorAll('article details')).filter(d => !d.open && "
-                                  "d.querySelector('summary') && d.querySelector('summary').innerText.includes('Answer')).length")
+    with browser.small_search(site):
+        for page in lessons: count[page], folded[page] = lesson_figures(browser, server, page)
     assert sum(count.values()) >= 10, f'figures, animations and widgets per lesson page: {count}'
     assert all(n >= 2 for n in folded.values()), f'folded answers per lesson page: {folded}'
     browser.open(server + lessons[0])
     assert browser.wait_for("document.querySelector('article .animation img') !== null", 10), f'the systolic animation did not render on {lessons[0]}'
+
+def lesson_figures(browser, server, page)->tuple:
+    "(figures, animations and widgets shown, exercise answers folded) on lesson page `page`"
+    problems = browser.problems(browser.open(server + page))
+    assert not problems, (page, problems)
+    browser.wait_for("document.querySelectorAll('.widget-html-content').length > 0 || true", 5)
+    shown = browser.js("""(() => {
+        const imgs = Array.from(document.querySelectorAll('article .jp-OutputArea-output img'))
+            .filter(i => i.closest('.animation') === null && i.naturalWidth > 100 && i.naturalHeight > 50);
+        const anims = Array.from(document.querySelectorAll('article .animation'))
+            .filter(a => a.querySelector('img') && a.querySelector('img').naturalWidth > 100);
+        const widgets = Array.from(document.querySelectorAll('article .jp-OutputArea-output .widget-vbox, article .jp-OutputArea-output .widget-hbox'))
+            .filter(w => w.parentElement.closest('.widget-vbox, .widget-hbox') === null && w.getBoundingClientRect().height > 50);
+        return imgs.length + anims.length + widgets.length; })()""")
+    folded = browser.js("Array.from(document.querySelectorAll('article details')).filter(d => !d.open && "
+                        "d.querySelector('summary') && d.querySelector('summary').innerText.includes('Answer')).length")
+    return shown, folded
 
 def test_layout_page(site, server, browser):
     "How the code is laid out: the picture of the real imports, readable at 1280 px; every module with its line; the layer rules and the data flow"
