@@ -164,10 +164,11 @@ def waits_for_gpu(s:dict)->bool:
     at hand, and until then every page that shows it says that its code changed since (`stale_note`) instead of failing the suite"""
     return s['env'] == 'gpu'
 
-def stale_note(file:str, results=None)->str:
-    "What a page says above record `file` (e.g. 'gpu.md') when it waits for a GPU: the date and that the code changed since; '' when current"
+def stale_note(file:str, results=None, found=None)->str:
+    """What a page says above record `file` (e.g. 'gpu.md') when it waits for a GPU: the date and that the code changed since; '' when current.
+    `found`: what `stale(results)` returned, when the caller has it already (it hashes the code of every record)"""
     stem = Path(file).stem
-    mine = [s for s in stale(results) if Path(s['file']).stem.removesuffix('_runs') == stem and waits_for_gpu(s)]
+    mine = [s for s in (stale(results) if found is None else found) if Path(s['file']).stem.removesuffix('_runs') == stem and waits_for_gpu(s)]
     return (f"**Measured with code that has changed since** ({mine[0]['why']}): these figures wait for a GPU to be measured "
             f"again (`{mine[0]['how']}`).") if mine else ''
 

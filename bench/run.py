@@ -21,8 +21,9 @@ ORDER = ['trainer', 'defaults', 'gpu', 'xla_buckets', 'xla_spmd', 'bf16', 'token
 
 def names()->list: return sorted(p.stem[6:] for p in BENCH.glob('bench_*.py'))
 
-def summary()->str:
-    rows, waiting = [], {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in stale() if waits_for_gpu(s)}
+def summary(found=None)->str:
+    "The summary table of every record; `found`: what `stale()` returned, when the caller has it already"
+    rows, waiting = [], {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in (stale() if found is None else found) if waits_for_gpu(s)}
     for f in sorted(RESULTS.glob('*.json'), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem)):
         data = json.loads(f.read_text())
         for r in data if isinstance(data, list) else []:   # families.json is a table of its own (the supported-models page)

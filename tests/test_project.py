@@ -216,20 +216,16 @@ def test_recorded_results_are_current():
 
 def test_pages_say_which_gpu_records_wait(monkeypatch):
     "A record made on a GPU with code that changed since is named as such in the summary and above its own tables on the Performance page"
-    import importlib.util, sys
-    c = bench_common()
-    # bench/results as found once for this process: `stale()` hashes the code of every record, and each call below asks it
-    found = c.stale
-    monkeypatch.setattr(c, 'stale', lambda results=None: list(stale_records()) if results is None else found(results))
-    monkeypatch.setitem(sys.modules, 'common', c)      # what bench/run.py imports its helpers from
-    waiting = {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in stale_records() if c.waits_for_gpu(s)}
+    import importlib.util
+    c, found = bench_common(), list(stale_records())   # found once for this process: it hashes the code of every record
+    waiting = {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in found if c.waits_for_gpu(s)}
     summary = (ROOT / 'bench' / 'results' / 'summary.md').read_text()
     monkeypatch.syspath_prepend(str(ROOT / 'bench'))
     spec = importlib.util.spec_from_file_location('bench_run', ROOT / 'bench' / 'run.py')
     run = importlib.util.module_from_spec(spec); spec.loader.exec_module(run)
-    assert summary == run.summary(), 'bench/results/summary.md is not what the records say today: python bench/run.py --summary'
-    for stem in waiting: assert c.stale_note(f'{stem}.md').startswith('**Measured with code that has changed since**')
-    assert c.stale_note('tokenize.md') == ''   # made here: current, or the test above fails
+    assert summary == run.summary(found), 'bench/results/summary.md is not what the records say today: python bench/run.py --summary'
+    for stem in waiting: assert c.stale_note(f'{stem}.md', found=found).startswith('**Measured with code that has changed since**')
+    assert c.stale_note('tokenize.md', found=found) == ''   # made here: current, or the test above fails
 
 def test_shown_outputs_equal_records():
     "A notebook cell that prints a figure from a record shows, in its saved output, what that record says today"

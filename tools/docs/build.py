@@ -390,11 +390,10 @@ def _every_tutorial(head, rows):
                    for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
 
 def _bench_common():
-    "bench/common.py, which knows which records are stale; its `stale()` hashes the code of every record, so it runs once per build"
-    import functools, importlib.util
+    "bench/common.py, which knows which records are stale"
+    import importlib.util
     spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    mod.stale = functools.cache(mod.stale)     # `stale_note` asks it once per record page
     return mod
 
 def _noted(md:str, note:str)->str:
@@ -409,7 +408,9 @@ def performance_page():
              'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
              'table here; `./run.sh bench` measures them all again on your machine and prints the summary table '
              '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
-    note = _bench_common().stale_note   # a record made on a GPU and measured with older code says so above its tables
+    c = _bench_common()
+    found = c.stale()   # once for every page: it hashes the code of every record
+    note = lambda name: c.stale_note(name, found=found)   # a record made on a GPU and measured with older code says so above its tables
     parts += [_tables(_tables(_noted(p.read_text().strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n' for p in res] or \
              ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
