@@ -1,9 +1,13 @@
 """Shared by the benchmarks: timing, result tables, and the records.
 
 A record (bench/results/NAME.json) says which code made it: every measured entry carries `provenance`, a hash of the
-code of every tpututor module the run imported (its child processes too: `track_imports`), of the benchmark's own
-files, the framework and Python versions, where it ran and the command that makes it again. `stale` says which
-entries no longer match today's code; `shown_mismatches` which saved notebook outputs no longer match their records.
+code of every tpututor module the run imported (its child processes too: `track_imports`) and of the benchmark's own
+files, the hash of each of them on its own (`hashes`), the commit it was measured at, the framework and Python
+versions, where it ran and the command that makes it again. `stale` says which entries no longer match today's code:
+one whose library code or versions changed is shown with a note (its date, commit and the modules changed since) until
+`./run.sh bench --stale` measures it again; one whose bench changed, or that carries no hashes, fails the suite (a
+change to the bench is a change to what is measured). `shown_mismatches` says which saved notebook outputs no longer
+match their records.
 """
 import datetime, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -84,18 +88,34 @@ def versions_here()->dict:
     from tpututor.testing import versions
     return {**versions(), 'python': platform.python_version()}
 
+def head_commit()->str:
+    "The commit this checkout is at (7 hex digits), '+' after it when tpututor/ or bench/*.py differ from it; '' outside git"
+    git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
+    r = git('rev-parse', '--short=7', 'HEAD')
+    if r.returncode: return ''
+    dirty = git('status', '--porcelain', '--', 'tpututor', 'bench/*.py').stdout.strip()
+    return r.stdout.strip() + ('+' if dirty else '')
+
 def provenance(bench:str, *files, args=(), env:str='here', how:str|None=None)->dict:
     """What every measured entry of bench `bench`'s record carries: the code hash of the modules the run imported (call
     it after the run's processes ended) and of the bench's files (`files`: more of them, relative to the repository),
     the versions, where and when, and the command that makes the entry again (`args`: the bench's own arguments for
     this entry alone; `env`: 'here', or where else it ran, e.g. 'gpu', whose versions are not compared with this machine's)"""
     mods = run_modules()   # before the hashing below imports anything
-    from tpututor.testing import code_hash
+    from tpututor.testing import code_hash, module_hashes
     files = [f'bench/bench_{bench}.py', *map(str, files)]
     rerun = [f'bench_{bench}.py', *map(str, args)]
-    return dict(bench=bench, modules=mods, files=files, code=code_hash(mods, *[ROOT / f for f in files]), versions=versions_here(),
+    return dict(bench=bench, modules=mods, files=files, code=code_hash(mods, *[ROOT / f for f in files]),
+                hashes=module_hashes(mods, *files, root=ROOT), commit=head_commit(), versions=versions_here(),
                 env=env, date=str(datetime.date.today()), machine=machine(), rerun=rerun,
                 how=how or (f'./run.sh bench {bench}' if not args else f"python bench/{' '.join(rerun)}"))
+
+def with_hashes(prov:dict)->dict:
+    """`prov` with its per-file hashes and commit where a bench copied only some of `provenance`'s keys (the benches that
+    record a run made elsewhere): taken now, when today's code is what it measured (its code hash says so)"""
+    from tpututor.testing import code_hash, module_hashes
+    if prov.get('hashes') or code_hash(prov['modules'], *[ROOT / f for f in prov['files']]) != prov['code']: return prov
+    return {**prov, 'hashes': module_hashes(prov['modules'], *prov['files'], root=ROOT), 'commit': prov.get('commit') or head_commit()}
 
 def report(name, title, body, prov:dict, goals=(), **extra):
     """Print a result and write it to bench/results/NAME.md; `goals`: rows from `ratio` (or dicts like them) for the one
@@ -105,6 +125,7 @@ def report(name, title, body, prov:dict, goals=(), **extra):
             f"(1, 5, 15 min): {load}. Reproduce: `{prov['how']}`\n")
     print(text)
     _write(RESULTS / f'{name}.md', text)
+    prov = with_hashes(prov)
     rows = [dict(benchmark=name, **{**prov, **g}) for g in goals]   # a row from a run of its own keeps its own provenance
     _write(RESULTS / f'{name}.json', json.dumps(rows, indent=1) + '\n')
 
@@ -142,20 +163,30 @@ def entries(rec, where=''):
         for k, v in rec.items(): yield from entries(v, f'{where}/{k}')
     else: yield (where or '/', None)
 
-def why_stale(e:dict, now:dict)->str|None:
-    "Why entry `e` no longer matches today's code (or, made here, today's versions); None when it does"
-    from tpututor.testing import code_hash, notebook_hash, module_file
+def why_stale(e:dict, now:dict, hashes:dict|None=None)->tuple:
+    """(why entry `e` no longer matches today's code or, made here, today's versions, whether that fails the suite);
+    (None, False) when it matches. Only a record that carries no hashes, or whose bench changed, fails the suite: a
+    change in the library (or the versions) is shown beside its figures until the benches are measured again.
+    `hashes`: the entry's per-file hashes where it does not carry them (a summary row of a record that does)"""
+    from tpututor.testing import code_hash, notebook_hash, module_file, changed_since
     files = e.get('files') or [f"bench/bench_{e.get('bench') or e.get('benchmark')}.py"]
-    gone = [m for m in e.get('modules', []) if not module_file(m).exists()] + [f for f in files if not (ROOT / f).exists()]
-    if 'modules' not in e: return 'it records no module list'
-    if gone: return f"code it ran is gone: {', '.join(gone)}"
-    if code_hash(e['modules'], *[ROOT / f for f in files]) != e['code']: return f"the code changed since {e.get('date') or e.get('ran', {}).get('date')}"
-    if e.get('notebook') and notebook_hash(NBS / e['notebook']) != e.get('source'): return f"nbs/{e['notebook']} changed since {e.get('date')}"
+    when = e.get('date') or e.get('ran', {}).get('date')
+    if 'modules' not in e or not e.get('versions'): return 'it records no module list and versions: measure it again', True
+    hashes = e.get('hashes') or hashes
+    if not hashes: return 'it carries no per-file hashes (older than the rule that shows stale records): measure it again', True
+    bench = [f for f in files if not (ROOT / f).exists() or code_hash([], ROOT / f) != hashes.get(f)]
+    if bench: return f"the bench changed since {when}: {', '.join(bench)}", True
+    changed = changed_since({'hashes': hashes})
+    if set(e['modules']) - set(hashes): return 'its hashes do not cover its modules: measure it again', True
+    if changed or code_hash(e['modules'], *[ROOT / f for f in files]) != e['code']:
+        commit = e.get('commit') or 'not recorded'
+        return f"the code changed since {when} (commit {commit}): {', '.join(changed) or 'the modules it ran'}", False
+    if e.get('notebook') and notebook_hash(NBS / e['notebook']) != e.get('source'): return f"nbs/{e['notebook']} changed since {when}", False
     if e.get('env', 'here') == 'here':
         v = e.get('versions') or {}
         diff = {k: (v.get(k), now.get(k)) for k in now if v.get(k) != now.get(k)}
-        if diff: return 'measured with other versions: ' + ', '.join(f'{k} {a} (installed now: {b})' for k, (a, b) in diff.items())
-    return None
+        if diff: return 'measured with other versions: ' + ', '.join(f'{k} {a} (installed now: {b})' for k, (a, b) in diff.items()), False
+    return None, False
 
 FOREIGN = {'families.json/kaggle': ('kaggle', './run.sh compat families')}   # parts that another environment records
 
@@ -165,27 +196,38 @@ def waits_for_gpu(s:dict)->bool:
     return s['env'] == 'gpu'
 
 def stale_note(file:str, results=None, found=None)->str:
-    """What a page says above record `file` (e.g. 'gpu.md') when it waits for a GPU: the date and that the code changed since; '' when current.
+    """What a page says above record `file` (e.g. 'gpu.md') when some of its entries were measured with code that has
+    changed since: when, at which commit, what changed, and how it is measured again ('' when every entry is current).
     `found`: what `stale(results)` returned, when the caller has it already (it hashes the code of every record)"""
     stem = Path(file).stem
-    mine = [s for s in (stale(results) if found is None else found) if Path(s['file']).stem.removesuffix('_runs') == stem and waits_for_gpu(s)]
-    return (f"**Measured with code that has changed since** ({mine[0]['why']}): these figures wait for a GPU to be measured "
-            f"again (`{mine[0]['how']}`).") if mine else ''
+    mine = [s for s in (stale(results) if found is None else found) if Path(s['file']).stem.removesuffix('_runs') == stem]
+    if not mine: return ''
+    whys = list(dict.fromkeys(s['why'] for s in mine))
+    again = ('these figures wait for a GPU to be measured again' if all(waits_for_gpu(s) for s in mine)
+             else 'the next `./run.sh bench --stale` measures them again')
+    return f"**Measured with code that has changed since** ({'; '.join(whys)}): {again} (`{mine[0]['how']}`)."
 
 def stale(results=None)->list:
-    "Every entry of every record in bench/results that is stale or carries no code hash: dicts of file, where, why, env, how, rerun"
-    results, now, out = Path(results or RESULTS), versions_here(), []
+    """Every entry of every record in bench/results that is stale or carries no code hash: dicts of file, where, why,
+    env, how, rerun, and `fails` (True where the suite must fail: no hashes, or its bench changed)"""
+    results, now, out, found = Path(results or RESULTS), versions_here(), [], []
     for f in sorted(results.glob('*.json')):
+        for where, e in entries(json.loads(f.read_text())): found.append((f, where, e))
+    by_code = {e['code']: e['hashes'] for _, _, e in found if e and e.get('hashes')}   # a summary row and its full record
+    for f, where, e in found:
         bench = f.stem.removesuffix('_runs')
-        for where, e in entries(json.loads(f.read_text())):
-            env, how = next((v for k, v in FOREIGN.items() if f'{f.name}{where}'.startswith(k)), ('here', f'./run.sh bench {bench}'))
-            if e is None: why, rerun = 'carries no code hash and versions', [f'bench_{bench}.py']
-            else: why, env, how, rerun = why_stale(e, now), e.get('env', env), e.get('how', how), e.get('rerun', [f'bench_{bench}.py'])
-            if why: out.append(dict(file=f.name, where=where, why=why, env=env, how=how, rerun=rerun))
+        env, how = next((v for k, v in FOREIGN.items() if f'{f.name}{where}'.startswith(k)), ('here', f'./run.sh bench {bench}'))
+        if e is None: (why, fails), rerun = ('carries no code hash and versions', True), [f'bench_{bench}.py']
+        else:
+            why, fails = why_stale(e, now, by_code.get(e.get('code')))
+            env, how, rerun = e.get('env', env), e.get('how', how), e.get('rerun', [f'bench_{bench}.py'])
+        if why: out.append(dict(file=f.name, where=where, why=why, env=env, how=how, rerun=rerun,
+                                fails=fails and env != 'gpu'))   # a GPU's record waits for a GPU, and its pages say so
     if results == BENCH / 'results':   # a bench that has never been recorded
         for b in sorted(p.stem[6:] for p in BENCH.glob('bench_*.py')):
             if not (results / f'{b}.json').exists():
-                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='here', how=f'./run.sh bench {b}', rerun=[f'bench_{b}.py']))
+                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='here', how=f'./run.sh bench {b}',
+                                rerun=[f'bench_{b}.py'], fails=True))
     return out
 
 # ------------------------------------------------------------------ notebook outputs that show a record
@@ -211,6 +253,12 @@ def _texts(outputs)->list:
         elif o['output_type'] == 'error': out.append(('error', f"{o['ename']}: {o['evalue']}"))
     return out
 
+def _figures(texts)->list:
+    "`_texts` without the lines that say a record's code changed since (`tpututor.testing.record_notes`): the figures alone"
+    from tpututor.testing import STALE_MARK
+    keep = lambda t: ''.join(l for l in t.splitlines(keepends=True) if not l.startswith(STALE_MARK))
+    return [(k, keep(t)) for k, t in texts if keep(t) or k == 'data']
+
 def run_shown(nb)->dict:
     "Run the record-showing cells of notebook `nb`, each on its own in a fresh shell in nbs/; their outputs by cell index"
     from execnb.shell import CaptureShell
@@ -221,12 +269,13 @@ def run_shown(nb)->dict:
     return out
 
 def shown_mismatches(notebooks=None)->list:
-    "(notebook, cell, saved, now) for every record-showing cell whose saved outputs differ from what it prints from its record today"
+    """(notebook, cell, saved, now) for every record-showing cell whose saved figures differ from what it prints from its
+    record today (the line that says the record's code changed since may differ: a code change does not fail the suite)"""
     bad = []
     for nb in notebooks or shown_notebooks():
         cells = json.loads(Path(nb).read_text())['cells']
         for i, outs in run_shown(nb).items():
-            saved, now = _texts(cells[i].get('outputs', [])), _texts(outs)
+            saved, now = _figures(_texts(cells[i].get('outputs', []))), _figures(_texts(outs))
             if saved != now: bad.append((str(Path(nb).relative_to(NBS)), i, saved, now))
     return bad
 

@@ -4,10 +4,14 @@ every comparison against its goal and write it to bench/results/summary.md.
     python bench/run.py [NAME ...]   NAME: the part after bench_ (default: every bench/bench_*.py); with NAMEs only those
                                      run again, and the table still shows the latest figures of the others, with their dates
     python bench/run.py --stale      run again what is stale (records whose code or versions changed, or that carry no
-                                     code hash), then save the notebook outputs that show records again (--outputs)
+                                     code hash), the quickest first (by bench/timings.json, the seconds each
+                                     took last time), a line per bench with the time it should take, each record kept
+                                     as it is written; then save the notebook outputs that show records again (--outputs)
+    python bench/run.py --stale --plan   what --stale would run, in its order, with the time each took last time
     python bench/run.py --outputs    save again the outputs of the notebook cells that print a figure from a record
     python bench/run.py --summary    write bench/results/summary.md again from the records (which GPU records wait for a GPU)
-    python bench/run.py --check      list what is stale and which saved outputs differ from their records; exit 1 if any
+    python bench/run.py --check      list what is stale (and whether it fails the suite or is shown with a note) and which
+                                     saved outputs differ from their records; exit 1 if anything made here is stale
     python bench/run.py --smoke [NAME ...]   every bench (or those named) on tiny shapes, a few seconds each, its record
                                      written into a temporary folder: one process per framework group (`SMOKE_GROUPS`) runs
                                      the smoke parts of its benches in turn (`python bench/bench_NAME.py --smoke` runs one bench's)
@@ -17,17 +21,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, BENCH, SMOKE_ENV, drop_empty_results, _write, table, stale, waits_for_gpu, shown_mismatches, refresh_outputs
 
+TIMINGS = BENCH / 'timings.json'   # seconds each bench command took when it last ran here: the order of --stale
 ORDER = ['trainer', 'defaults', 'gpu', 'xla_buckets', 'xla_spmd', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'tutorials']   # the summary's order
 
 def names()->list: return sorted(p.stem[6:] for p in BENCH.glob('bench_*.py'))
 
-def summary(found=None)->str:
-    "The summary table of every record; `found`: what `stale()` returned, when the caller has it already"
-    rows, waiting = [], {s['file'].removesuffix('_runs.json').removesuffix('.json') for s in (stale() if found is None else found) if waits_for_gpu(s)}
+def summary(found=None, every=False)->str:
+    """The summary table of every record; `found`: what `stale()` returned, when the caller has it already. A record made
+    on a GPU with code that changed since says it waits for a GPU; with `every` (the Performance page, made at each
+    build), every other stale record says so too (bench/results/summary.md leaves those out: they change with any edit)"""
+    found = stale() if found is None else found
+    stem = lambda s: s['file'].removesuffix('_runs.json').removesuffix('.json')
+    rows, waiting = [], {stem(s) for s in found if waits_for_gpu(s)}
+    changed = {stem(s) for s in found if every and not waits_for_gpu(s)}
     for f in sorted(RESULTS.glob('*.json'), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem)):
         data = json.loads(f.read_text())
         for r in data if isinstance(data, list) else []:   # families.json is a table of its own (the supported-models page)
-            when = r['date'] + (' (code changed since: waits for a GPU)' if f.stem in waiting else '')
+            when = r['date'] + (' (code changed since: waits for a GPU)' if f.stem in waiting else
+                                ' (code changed since: `./run.sh bench --stale`)' if f.stem in changed else '')
             rows.append({'comparison': r['comparison'], 'measured': r['measured'], 'goal': r['goal'],
                          'met': {True: 'yes', False: '**no**', None: '-'}[r['met']], 'measured on': when, 'reproduce': f"`{r['how']}`"})
     return ('## Summary: every comparison against its goal\n\n' +
@@ -35,15 +46,35 @@ def summary(found=None)->str:
             '\n\nRatios of the two ways measured side by side in one run, on the machine named in each section below '
             '(a 2-core CPU build machine shared with other work: ratios, not absolute times, are the result). Each '
             'section says how its figures were taken and why a goal that is missed is missed. Every record carries the '
-            'code hash of what it ran and the versions; the test suite fails when one is stale (`./run.sh bench --stale` '
-            'measures those again).\n')
+            'code hash of each module it ran, the commit and the versions; a figure measured on code that has changed '
+            'since is shown with a note saying what changed, and `./run.sh bench --stale` measures those again.\n')
+
+def timings()->dict:
+    "The seconds each bench command took when it last ran here, by command ('bench_trainer.py', 'bench_realruns.py xla_minilm')"
+    return json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+
+def _minutes(s:float)->str: return f'{s / 60:.0f} min' if s >= 90 else f'{s:.0f} s'
+
+def _expect(t:dict|None)->str:
+    "What a timing says: the seconds of the bench's last run here, or those its record timed itself (no process start)"
+    if not t: return 'not timed yet'
+    return f"{_minutes(t['seconds'])} " + ('by its record (its timed runs alone)' if t.get('estimated') else 'last time')
 
 def run(cmds)->list:
-    "Run each bench command (a list: script and arguments) in a fresh process; the ones that failed"
-    failed = []
-    for c in cmds:
-        print(f"== python bench/{' '.join(c)}", flush=True)
-        if subprocess.run([sys.executable, str(BENCH / c[0]), *c[1:]], cwd=BENCH).returncode: failed.append(' '.join(c))
+    """Run each bench command (a list: script and arguments) in a fresh process, in the order given, a line before each
+    with the time it took last time; its seconds go to bench/timings.json as it ends. The ones that failed"""
+    failed, known = [], timings()
+    for i, c in enumerate(cmds, 1):
+        key = ' '.join(c)
+        left = sum(known.get(' '.join(x), {}).get('seconds') or 0 for x in cmds[i - 1:])
+        print(f"== [{i}/{len(cmds)}] python bench/{key}: {_expect(known.get(key))}, "
+              f"about {_minutes(left)} for this and the rest (those timed)", flush=True)
+        t0 = time.time()
+        rc = subprocess.run([sys.executable, str(BENCH / c[0]), *c[1:]], cwd=BENCH).returncode
+        print(f"== [{i}/{len(cmds)}] python bench/{key}: {'done' if not rc else 'FAILED'} in {_minutes(time.time() - t0)}", flush=True)
+        if rc: failed.append(key); continue   # a failed bench wrote no record; the ones before it keep theirs
+        known = {**timings(), key: dict(seconds=round(time.time() - t0), date=time.strftime('%Y-%m-%d'))}
+        _write(TIMINGS, json.dumps(dict(sorted(known.items())), indent=1) + '\n')
     return failed
 
 def rerun_stale()->list:
@@ -59,7 +90,8 @@ def rerun_stale()->list:
         if [c[0]] in cmds or c in cmds: continue
         if len(c) == 1: cmds = [x for x in cmds if x[0] != c[0]]
         cmds.append(c)
-    return cmds
+    known = timings()   # the quickest first: a stop of the run keeps the most records
+    return sorted(cmds, key=lambda c: known.get(' '.join(c), {}).get('seconds', float('inf')))
 
 # ------------------------------------------------------------------ the smoke run
 SMOKE_GROUPS = {   # framework group -> the (bench, part) it runs in turn, `bench_NAME.smoke(part)`, in one process, after `start_group`
@@ -163,12 +195,18 @@ def smoke(benches=None)->list:
     return sorted(set(failed))
 
 def check()->int:
-    "Print what is stale and which saved outputs differ from their records; 1 if anything does"
+    """Print what is stale (failing the suite, shown with a note, or waiting for a GPU) and which saved outputs differ
+    from their records; 1 if anything this machine can make again is stale or differs"""
     bad = stale()
-    for s in bad: print(f"stale: bench/results/{s['file']}{s['where']}: {s['why']}; refresh: {s['how']}")
+    for s in bad:
+        state = 'FAILS the suite' if s['fails'] else 'waits for a GPU' if waits_for_gpu(s) else 'shown with a note'
+        print(f"stale ({state}): bench/results/{s['file']}{s['where']}: {s['why']}; refresh: {s['how']}")
     mism = shown_mismatches()
     for nb, i, saved, now in mism: print(f'nbs/{nb} cell {i}: its saved output differs from what its record says now; refresh: python bench/run.py --outputs')
-    return int(bool(bad or mism))
+    here = [s for s in bad if not waits_for_gpu(s)]
+    print(f"{len(here)} stale record entries this machine makes again (./run.sh bench --stale), "
+          f"{len(bad) - len(here)} waiting for a GPU, {len(mism)} saved outputs differing")
+    return int(bool(here or mism))
 
 if __name__ == '__main__':
     args = sys.argv[1:]
@@ -182,6 +220,12 @@ if __name__ == '__main__':
     if '--outputs' in args:
         print('saved again:', refresh_outputs() or 'nothing (every output matches its record)'); sys.exit(0)
     if '--summary' in args: _write(RESULTS / 'summary.md', summary()); sys.exit(0)
+    if '--stale' in args and '--plan' in args:
+        cmds, known = rerun_stale(), timings()
+        for i, c in enumerate(cmds, 1):
+            print(f"[{i}/{len(cmds)}] python bench/{' '.join(c)}: {_expect(known.get(' '.join(c)))}")
+        print(f"about {_minutes(sum(known.get(' '.join(c), {}).get('seconds') or 0 for c in cmds))} for the timed ones")
+        sys.exit(0)
     failed = run(rerun_stale() if '--stale' in args else [[f'bench_{n}.py'] for n in (args or names())])
     if '--stale' in args: print('saved again:', refresh_outputs() or 'nothing')
     text = summary()

@@ -3,11 +3,14 @@
 Compared with where this branch left main (`git merge-base HEAD main`, or origin/main), working tree and untracked
 files included:
 - a notebook: its own test (tests/test_notebooks.py::test_notebook[...]); a tutorial: its TPU setting
-  (test_tpu_setting[...]) and tests/test_project.py (the record of its small setting goes stale);
+  (test_tpu_setting[...]) and tests/test_project.py (which reads the tutorials' record and their record-showing cells);
 - a module of the package: it and every module that imports it, directly or through others (the reverse closure of
   the static import graph, imports inside functions included); for each of them the notebook that exports it
-  (`#| default_exp`), every notebook and tutorial whose code names it, and the test files that name it; and the
-  backend contract (tests/test_backends.py) whenever a backend is among them;
+  (`#| default_exp`), every notebook and tutorial (its TPU setting) whose code names it, and the test files that name
+  it; and the backend contract (tests/test_backends.py) whenever a backend is among them. A change to one backend's
+  module runs the tests that take a backend as a parameter for that backend alone (its contract, its k-fold run through
+  the CLI). A record measured on the older code is shown with a note, not failed, so tests/test_project.py is not
+  among them (CI's full run still runs it: the smoke run of every bench);
 - a test file: itself (tests/conftest.py: every test; tests/contract_probe.py: tests/test_backends.py;
   tests/family_probe.py: tests/test_families.py and tests/test_project.py, whose family record goes stale);
 - bench/, tools/compat/, README.md, pyproject.toml, run.sh, this file: tests/test_project.py (recorded results, README, sync);
@@ -76,24 +79,40 @@ def notebooks_naming(mods:set)->list:
         if named & mods: out.append(nb)
     return out
 
-def nb_targets(nb:Path)->list:
+def nb_targets(nb:Path, edited=True)->list:
+    "The tests of notebook `nb`; `edited`: the notebook itself changed (not only a module it names)"
     rel = nb.relative_to(ROOT / 'nbs')
     if rel.parts[0] == 'tutorials':   # the suite runs a tutorial's TPU setting; its small setting is a recorded bench run or a notebook test
         sys.path.insert(0, str(ROOT / 'tests'))
         from test_notebooks import BENCHED
-        return [f"tests/test_notebooks.py::test_tpu_setting[{rel}]"] + ([] if str(rel) in BENCHED else [nb_test(nb)]) + ['tests/test_project.py']
+        return ([f"tests/test_notebooks.py::test_tpu_setting[{rel}]"] + ([] if str(rel) in BENCHED else [nb_test(nb)]) +
+                ['tests/test_project.py'] * edited)
     return [nb_test(nb)]
 
 def nb_test(nb:Path)->str: return f"tests/test_notebooks.py::test_notebook[{nb.relative_to(ROOT / 'nbs')}]"
 
+# Test files whose tests take a backend's name as their parameter: a change to one backend's module runs its own
+BY_BACKEND = {'tests/test_backends.py': ['test_contract'], 'tests/test_resume.py': ['test_kfold_end_to_end']}
+
+def backend_of(mod:str)->str|None:
+    "The backend whose module `mod` is ('tpututor.backends.keras' -> 'keras'), else None"
+    from tpututor.backends.base import BACKENDS
+    name = mod.removeprefix('tpututor.backends.')
+    return name if mod.startswith('tpututor.backends.') and name in BACKENDS else None
+
 def module_targets(mod:str, graph=None)->list:
     "Every test a change to module `mod` can break"
     mods, tests = importers(mod, graph), sorted((ROOT / 'tests').glob('test_*.py'))
-    out = [t for nb in notebooks_naming(mods) for t in nb_targets(nb)]
-    out += [str(t.relative_to(ROOT)) for t in tests if t.name != 'test_notebooks.py'   # its notebooks are named one by one above
+    out = [t for nb in notebooks_naming(mods) for t in nb_targets(nb, edited=False)]
+    out += [str(t.relative_to(ROOT)) for t in tests if t.name not in ('test_notebooks.py', 'test_project.py')   # notebooks: above
             and any(re.search(rf'{re.escape(m)}\b', t.read_text()) for m in mods)]
     if 'tpututor.cli' in mods: out += ['tests/test_cli.py', 'tests/test_resume.py']   # they run the `tpututor` command
     if any('.backends.' in m or m == 'tpututor.backends' for m in mods): out.append('tests/test_backends.py')
+    if (name := backend_of(mod)):   # one backend changed: its own case of each test that runs every backend
+        resumed = re.search(r"parametrize\('backend', \[([^]]*)\]", (ROOT / 'tests' / 'test_resume.py').read_text())
+        if resumed and f"'{name}'" in resumed.group(1): out.append('tests/test_resume.py')   # the CLI finds a backend by name
+        out = [y for x in dict.fromkeys(out) for y in ([f'{x}::{t}[{name}]' for t in BY_BACKEND[x]] if x in BY_BACKEND else [x])]
+        if name == 'xla': out.append('tests/test_resume.py::test_sigkill_during_fold_2_resumes')   # it kills an xla run
     return out
 
 def targets(files)->list:

@@ -12,9 +12,10 @@ from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
 
 # %% auto #0
-__all__ = ['FRAMEWORKS', 'RESULTS_URL', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
+__all__ = ['FRAMEWORKS', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
            'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'code_text',
-           'module_file', 'code_hash', 'notebook_hash', 'versions', 'recorded']
+           'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes', 'changed_since', 'record_notes',
+           'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
@@ -321,16 +322,65 @@ def versions()->dict:
     return {d: v(d) for d in FRAMEWORKS}
 
 # %% ../nbs/12_testing.ipynb #ea6814bb
-RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the records of the published repository
+RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the published records
+STALE_MARK = 'Measured with older code:'   # how the line above a figure from a stale record starts
 
-def recorded(
-    file:str,   # a file of bench/results: 'realruns.json' (returned parsed) or 'xla_buckets.md' (returned as text)
-):              # the record, from which a cell prints a measured figure
-    "A benchmark's record: this checkout's bench/results, else the published repository's (a notebook opened on Kaggle or Colab)"
+def module_hashes(
+    modules,  # tpututor module names
+    *files,   # other Python files (the benchmark's own), by their path relative to `root`
+    root=None,  # the folder `files` are relative to
+)->dict:      # name or path -> 16 hex digits
+    "The code hash of each module and file on its own: what a record keeps to say later which of them changed"
+    out = {m: code_hash([m]) for m in sorted(set(modules))}
+    return {**out, **{str(f): code_hash([], Path(root or '.') / f) for f in files}}
+
+def changed_since(
+    entry:dict,  # a measured entry of a record, with the `hashes` it was measured with
+)->list:         # the tpututor modules whose code changed since (or are gone)
+    "The modules an entry ran whose code is not what it was when the entry was measured"
+    mods = {m: h for m, h in (entry.get('hashes') or {}).items() if m.startswith('tpututor')}
+    return [m for m, h in mods.items() if not module_file(m).exists() or code_hash([m]) != h]
+
+def _measured(rec):
+    "Every measured entry of a parsed record (a dict that carries a code hash), however deep"
+    if isinstance(rec, dict) and 'code' in rec: yield rec
+    elif isinstance(rec, (dict, list)):
+        for v in (rec.values() if isinstance(rec, dict) else rec): yield from _measured(v)
+
+def record_notes(
+    rec,  # a parsed record (or one entry of it)
+)->list:  # one line per distinct (date, commit, changes); [] when every entry ran today's code
+    "What a page prints above a figure from `rec` when the code it measured has changed since"
+    out = []
+    for e in _measured(rec):
+        changed = [m.removeprefix('tpututor.') for m in changed_since(e)]
+        if not changed: continue
+        names = ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else '')
+        line = f"{STALE_MARK} {e.get('date')}, commit {e.get('commit') or 'not recorded'}; changed since: {names}"
+        if line not in out: out.append(line)
+    return out
+
+def _read_record(file):
+    "The text of `file` of bench/results: this checkout's, else the published repository's"
     import urllib.request, tpututor
     roots = [Path(tpututor.__file__).resolve().parents[1], Path.cwd(), *Path.cwd().parents]
     checkout = next((d / 'bench' / 'results' for d in roots if (d / 'bench' / 'results').is_dir()), None)
     if checkout is not None and not (checkout / file).exists():
-        raise FileNotFoundError(f"{checkout / file} does not exist: record it with ./run.sh bench {file.split('.')[0].removesuffix('_runs')}")
-    text = (checkout / file).read_text() if checkout else urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
-    return json.loads(text) if file.endswith('.json') else text
+        bench = file.split('.')[0].removesuffix('_runs')
+        raise FileNotFoundError(f"{checkout / file} does not exist: record it with ./run.sh bench {bench}")
+    if checkout: return (checkout / file).read_text()
+    return urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
+
+def recorded(
+    file:str,       # a file of bench/results: 'realruns.json' (returned parsed) or 'xla_buckets.md' (returned as text)
+    run:str=None,   # of a record of named runs ('realruns.json'): the one entry to return
+):                  # the record, from which a cell prints a measured figure
+    "A benchmark's record, with a line printed above the figure when it was measured on code that has changed since"
+    text = _read_record(file)
+    rec = json.loads(text if file.endswith('.json') else _read_record(file.rsplit('.', 1)[0] + '.json'))
+    if run is not None:
+        runs = {r.get('run'): r for r in rec} if isinstance(rec, list) else {}
+        if run not in runs: raise KeyError(f"{file} has no run {run!r}: it has {sorted(k for k in runs if k)}")
+        rec = runs[run]
+    for line in record_notes(rec): print(line)
+    return rec if file.endswith('.json') else text

@@ -396,6 +396,42 @@ def _bench_common():
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     return mod
 
+def _bench_run():
+    "bench/run.py, which writes the summary table"
+    import importlib.util
+    if str(ROOT / 'bench') not in sys.path: sys.path.insert(0, str(ROOT / 'bench'))
+    spec = importlib.util.spec_from_file_location('bench_run', ROOT / 'bench' / 'run.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+RECORD_CALL = re.compile(r"recorded\(\s*'([^']+)'(?:\s*,\s*run\s*=\s*'([^']+)')?")
+
+def with_record_notes(page:Path):
+    """The cells of notebook `page` that print a figure from a record (bench/common.py's `SHOWS`) say, above their saved
+    outputs, what `recorded` says today when the record was measured on code that has changed since: the line is made
+    now, from the record and today's code, whatever the outputs were saved with"""
+    from tpututor.testing import STALE_MARK, record_notes, _read_record
+    nb, changed = json.loads(page.read_text()), False
+    for c in nb['cells']:
+        src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+        if c['cell_type'] != 'code' or not src.startswith('from tpututor.testing import recorded'): continue
+        notes = []
+        for file, run in RECORD_CALL.findall(src):
+            rec = json.loads(_read_record(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
+            if run: rec = next((r for r in rec if r.get('run') == run), {})
+            notes += [n for n in record_notes(rec) if n not in notes]
+        outs = []
+        for o in c.get('outputs', []):
+            if o.get('output_type') == 'stream':
+                text = ''.join(o['text']) if isinstance(o['text'], list) else o['text']
+                kept = ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(STALE_MARK))
+                if not kept: continue
+                o = {**o, 'text': kept}
+            outs.append(o)
+        if notes: outs.insert(0, {'output_type': 'stream', 'name': 'stdout', 'text': ''.join(n + '\n' for n in notes)})
+        if outs != c.get('outputs', []): c['outputs'], changed = outs, True
+    if changed: page.write_text(json.dumps(nb))
+
 def _noted(md:str, note:str)->str:
     "A record's page with `note` under its heading"
     if not note: return md
@@ -410,10 +446,18 @@ def performance_page():
              '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
     c = _bench_common()
     found = c.stale()   # once for every page: it hashes the code of every record
-    note = lambda name: c.stale_note(name, found=found)   # a record made on a GPU and measured with older code says so above its tables
-    parts += [_tables(_tables(_noted(p.read_text().strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n' for p in res] or \
-             ['No benchmark has written results yet.\n']
+    note = lambda name: c.stale_note(name, found=found)   # a record measured with older code says so above its tables
+    text = lambda p: _bench_run().summary(found, every=True) if p.stem == 'summary' else p.read_text()   # notes made now
+    parts += [_tables(_tables(_noted(text(p).strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n'
+              for p in res] or ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
+
+def _compat_run():
+    "tools/compat/run.py, which hashes the package code as the compat runs record it"
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('compat_run', ROOT / 'tools' / 'compat' / 'run.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
 
 def install_page():
     """tools/docs/install.md, the Tested-on table (tools/tested_on.py) and the latest compat run of each image
@@ -423,10 +467,16 @@ def install_page():
     parts = [(HERE / 'install.md').read_text().strip(),
              '## Tested on\n\nWhere this code has run, from the records the benchmarks and the compat runs write (a row '
              'appears when a record does):\n\n' + tested_on().strip()]
+    compat = _compat_run()
     for image, title, cmd in (('kaggle', "Kaggle's TPU image versions", './run.sh compat'),
                               ('colab', "Colab's TPU runtime versions", './run.sh compat colab')):
         res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
-        parts.append(res.read_text().strip() if res.exists() else f'## Tested against {title}\n\n`{cmd}` has not written results yet.')
+        if not res.exists(): parts.append(f'## Tested against {title}\n\n`{cmd}` has not written results yet.'); continue
+        code = json.loads(res.with_suffix('.json').read_text())['code']
+        note = ('' if code == compat.code_hash() else
+                f"\n\n**Run on package code that has changed since** (code `{code}` then, `{compat.code_hash()}` now): "
+                f"`{cmd}` runs it again.\n")
+        parts.append(_noted(res.read_text().strip(), note.strip()))
     return '\n\n'.join(parts) + '\n'
 
 def layout_sources(src, done):
@@ -482,6 +532,7 @@ def write_sources(done, assets):
     for nb, (proc, meta) in done.items():
         (src / meta['page']).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(proc, src / meta['page'])
+        if meta['page'].endswith('.ipynb'): with_record_notes(src / meta['page'])
     with_tested_on(src / done[NBS / 'index.ipynb'][1]['page']) if NBS / 'index.ipynb' in done else None
     (src / 'performance.md').write_text(performance_page())
     (src / 'install.md').write_text(install_page())
