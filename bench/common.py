@@ -89,7 +89,8 @@ def versions_here()->dict:
     return {**versions(), 'python': platform.python_version()}
 
 def head_commit()->str:
-    "The commit this checkout is at (7 hex digits), '+' after it when tpututor/ or bench/*.py differ from it; '' outside git"
+    """The commit this checkout is at (7 hex digits), '+' after it when tpututor/ or bench/*.py differ from it; ''
+    outside git"""
     git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True)
     r = git('rev-parse', '--short=7', 'HEAD')
     if r.returncode: return ''
@@ -111,11 +112,12 @@ def provenance(bench:str, *files, args=(), env:str='here', how:str|None=None)->d
                 how=how or (f'./run.sh bench {bench}' if not args else f"python bench/{' '.join(rerun)}"))
 
 def with_hashes(prov:dict)->dict:
-    """`prov` with its per-file hashes and commit where a bench copied only some of `provenance`'s keys (the benches that
-    record a run made elsewhere): taken now, when today's code is what it measured (its code hash says so)"""
+    """`prov` with its per-file hashes and commit where a bench copied only some of `provenance`'s keys (the benches
+    that record a run made elsewhere): taken now, when today's code is what it measured (its code hash says so)"""
     from tpututor.testing import code_hash, module_hashes
     if prov.get('hashes') or code_hash(prov['modules'], *[ROOT / f for f in prov['files']]) != prov['code']: return prov
-    return {**prov, 'hashes': module_hashes(prov['modules'], *prov['files'], root=ROOT), 'commit': prov.get('commit') or head_commit()}
+    return {**prov, 'hashes': module_hashes(prov['modules'], *prov['files'], root=ROOT),
+            'commit': prov.get('commit') or head_commit()}
 
 def report(name, title, body, prov:dict, goals=(), **extra):
     """Print a result and write it to bench/results/NAME.md; `goals`: rows from `ratio` (or dicts like them) for the one
@@ -171,9 +173,11 @@ def why_stale(e:dict, now:dict, hashes:dict|None=None)->tuple:
     from tpututor.testing import code_hash, notebook_hash, module_file, changed_since
     files = e.get('files') or [f"bench/bench_{e.get('bench') or e.get('benchmark')}.py"]
     when = e.get('date') or e.get('ran', {}).get('date')
-    if 'modules' not in e or not e.get('versions'): return 'it records no module list and versions: measure it again', True
+    if 'modules' not in e or not e.get('versions'):
+        return 'it records no module list and versions: measure it again', True
     hashes = e.get('hashes') or hashes
-    if not hashes: return 'it carries no per-file hashes (older than the rule that shows stale records): measure it again', True
+    if not hashes:
+        return 'it carries no per-file hashes (older than the rule that shows stale records): measure it again', True
     bench = [f for f in files if not (ROOT / f).exists() or code_hash([], ROOT / f) != hashes.get(f)]
     if bench: return f"the bench changed since {when}: {', '.join(bench)}", True
     changed = changed_since({'hashes': hashes})
@@ -181,11 +185,14 @@ def why_stale(e:dict, now:dict, hashes:dict|None=None)->tuple:
     if changed or code_hash(e['modules'], *[ROOT / f for f in files]) != e['code']:
         commit = e.get('commit') or 'not recorded'
         return f"the code changed since {when} (commit {commit}): {', '.join(changed) or 'the modules it ran'}", False
-    if e.get('notebook') and notebook_hash(NBS / e['notebook']) != e.get('source'): return f"nbs/{e['notebook']} changed since {when}", False
+    if e.get('notebook') and notebook_hash(NBS / e['notebook']) != e.get('source'):
+        return f"nbs/{e['notebook']} changed since {when}", False
     if e.get('env', 'here') == 'here':
         v = e.get('versions') or {}
         diff = {k: (v.get(k), now.get(k)) for k in now if v.get(k) != now.get(k)}
-        if diff: return 'measured with other versions: ' + ', '.join(f'{k} {a} (installed now: {b})' for k, (a, b) in diff.items()), False
+        if diff:
+            return 'measured with other versions: ' + ', '.join(f'{k} {a} (installed now: {b})'
+                                                                for k, (a, b) in diff.items()), False
     return None, False
 
 FOREIGN = {'families.json/kaggle': ('kaggle', './run.sh compat families')}   # parts that another environment records
@@ -200,7 +207,8 @@ def stale_note(file:str, results=None, found=None)->str:
     changed since: when, at which commit, what changed, and how it is measured again ('' when every entry is current).
     `found`: what `stale(results)` returned, when the caller has it already (it hashes the code of every record)"""
     stem = Path(file).stem
-    mine = [s for s in (stale(results) if found is None else found) if Path(s['file']).stem.removesuffix('_runs') == stem]
+    mine = [s for s in (stale(results) if found is None else found)
+            if Path(s['file']).stem.removesuffix('_runs') == stem]
     if not mine: return ''
     whys = list(dict.fromkeys(s['why'] for s in mine))
     again = ('these figures wait for a GPU to be measured again' if all(waits_for_gpu(s) for s in mine)
@@ -213,10 +221,12 @@ def stale(results=None)->list:
     results, now, out, found = Path(results or RESULTS), versions_here(), [], []
     for f in sorted(results.glob('*.json')):
         for where, e in entries(json.loads(f.read_text())): found.append((f, where, e))
-    by_code = {e['code']: e['hashes'] for _, _, e in found if e and e.get('hashes')}   # a summary row and its full record
+    # a summary row and its full record
+    by_code = {e['code']: e['hashes'] for _, _, e in found if e and e.get('hashes')}
     for f, where, e in found:
         bench = f.stem.removesuffix('_runs')
-        env, how = next((v for k, v in FOREIGN.items() if f'{f.name}{where}'.startswith(k)), ('here', f'./run.sh bench {bench}'))
+        env, how = next((v for k, v in FOREIGN.items() if f'{f.name}{where}'.startswith(k)),
+                        ('here', f'./run.sh bench {bench}'))
         if e is None: (why, fails), rerun = ('carries no code hash and versions', True), [f'bench_{bench}.py']
         else:
             why, fails = why_stale(e, now, by_code.get(e.get('code')))
@@ -254,7 +264,8 @@ def _texts(outputs)->list:
     return out
 
 def _figures(texts)->list:
-    "`_texts` without the lines that say a record's code changed since (`tpututor.testing.record_notes`): the figures alone"
+    """`_texts` without the lines that say a record's code changed since (`tpututor.testing.record_notes`): the figures
+    alone"""
     from tpututor.testing import STALE_MARK
     keep = lambda t: ''.join(l for l in t.splitlines(keepends=True) if not l.startswith(STALE_MARK))
     return [(k, keep(t)) for k, t in texts if keep(t) or k == 'data']
@@ -269,8 +280,9 @@ def run_shown(nb)->dict:
     return out
 
 def shown_mismatches(notebooks=None)->list:
-    """(notebook, cell, saved, now) for every record-showing cell whose saved figures differ from what it prints from its
-    record today (the line that says the record's code changed since may differ: a code change does not fail the suite)"""
+    """(notebook, cell, saved, now) for every record-showing cell whose saved figures differ from what it prints from
+    its record today (the line that says the record's code changed since may differ: a code change does not fail the
+    suite)"""
     bad = []
     for nb in notebooks or shown_notebooks():
         cells = json.loads(Path(nb).read_text())['cells']

@@ -4,14 +4,15 @@ every comparison against its goal and write it to bench/results/summary.md.
     python bench/run.py [NAME ...]   NAME: the part after bench_ (default: every bench/bench_*.py); with NAMEs only those
                                      run again, and the table still shows the latest figures of the others, with their dates
     python bench/run.py --stale      run again what is stale (records whose code or versions changed, or that carry no
-                                     code hash), the quickest first (by bench/timings.json, the seconds each
-                                     took last time), a line per bench with the time it should take, each record kept
-                                     as it is written; then save the notebook outputs that show records again (--outputs)
+                                     code hash), the quickest first (by bench/timings.json, the seconds each took last
+                                     time), a line per bench with the time it should take, each record kept as it is
+                                     written; then save the notebook outputs that show records again (--outputs)
     python bench/run.py --stale --plan   what --stale would run, in its order, with the time each took last time
     python bench/run.py --outputs    save again the outputs of the notebook cells that print a figure from a record
     python bench/run.py --summary    write bench/results/summary.md again from the records (which GPU records wait for a GPU)
-    python bench/run.py --check      list what is stale (and whether it fails the suite or is shown with a note) and which
-                                     saved outputs differ from their records; exit 1 if anything made here is stale
+    python bench/run.py --check      list what is stale (and whether it fails the suite or is shown with a note) and
+                                     which saved outputs differ from their records; exit 1 if anything made here is
+                                     stale
     python bench/run.py --smoke [NAME ...]   every bench (or those named) on tiny shapes, a few seconds each, its record
                                      written into a temporary folder: one process per framework group (`SMOKE_GROUPS`) runs
                                      the smoke parts of its benches in turn (`python bench/bench_NAME.py --smoke` runs one bench's)
@@ -27,9 +28,10 @@ ORDER = ['trainer', 'defaults', 'gpu', 'xla_buckets', 'xla_spmd', 'bf16', 'token
 def names()->list: return sorted(p.stem[6:] for p in BENCH.glob('bench_*.py'))
 
 def summary(found=None, every=False)->str:
-    """The summary table of every record; `found`: what `stale()` returned, when the caller has it already. A record made
-    on a GPU with code that changed since says it waits for a GPU; with `every` (the Performance page, made at each
-    build), every other stale record says so too (bench/results/summary.md leaves those out: they change with any edit)"""
+    """The summary table of every record; `found`: what `stale()` returned, when the caller has it already. A record
+    made on a GPU with code that changed since says it waits for a GPU; with `every` (the Performance page, made at
+    each build), every other stale record says so too (bench/results/summary.md leaves those out: they change with any
+    edit)"""
     found = stale() if found is None else found
     stem = lambda s: s['file'].removesuffix('_runs.json').removesuffix('.json')
     rows, waiting = [], {stem(s) for s in found if waits_for_gpu(s)}
@@ -50,7 +52,8 @@ def summary(found=None, every=False)->str:
             'since is shown with a note saying what changed, and `./run.sh bench --stale` measures those again.\n')
 
 def timings()->dict:
-    "The seconds each bench command took when it last ran here, by command ('bench_trainer.py', 'bench_realruns.py xla_minilm')"
+    """The seconds each bench command took when it last ran here, by command ('bench_trainer.py', 'bench_realruns.py
+    xla_minilm')"""
     return json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
 
 def _minutes(s:float)->str: return f'{s / 60:.0f} min' if s >= 90 else f'{s:.0f} s'
@@ -58,7 +61,8 @@ def _minutes(s:float)->str: return f'{s / 60:.0f} min' if s >= 90 else f'{s:.0f}
 def _expect(t:dict|None)->str:
     "What a timing says: the seconds of the bench's last run here, or those its record timed itself (no process start)"
     if not t: return 'not timed yet'
-    return f"{_minutes(t['seconds'])} " + ('by its record (its timed runs alone)' if t.get('estimated') else 'last time')
+    return f"{_minutes(t['seconds'])} " + ('by its record (its timed runs alone)' if t.get('estimated')
+                                           else 'last time')
 
 def run(cmds)->list:
     """Run each bench command (a list: script and arguments) in a fresh process, in the order given, a line before each
@@ -71,7 +75,8 @@ def run(cmds)->list:
               f"about {_minutes(left)} for this and the rest (those timed)", flush=True)
         t0 = time.time()
         rc = subprocess.run([sys.executable, str(BENCH / c[0]), *c[1:]], cwd=BENCH).returncode
-        print(f"== [{i}/{len(cmds)}] python bench/{key}: {'done' if not rc else 'FAILED'} in {_minutes(time.time() - t0)}", flush=True)
+        print(f"== [{i}/{len(cmds)}] python bench/{key}: {'done' if not rc else 'FAILED'} "
+              f"in {_minutes(time.time() - t0)}", flush=True)
         if rc: failed.append(key); continue   # a failed bench wrote no record; the ones before it keep theirs
         known = {**timings(), key: dict(seconds=round(time.time() - t0), date=time.strftime('%Y-%m-%d'))}
         _write(TIMINGS, json.dumps(dict(sorted(known.items())), indent=1) + '\n')

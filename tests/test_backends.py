@@ -23,7 +23,8 @@ class Reports(dict):
 def reports(tmp_path_factory): return Reports(tmp_path_factory.mktemp('contract'))
 
 def test_every_backend_is_checked(reports):
-    assert {'bow', 'keras', 'tf', 'xla'} <= set(reports.every()), sorted(reports)   # the baseline, Keras 3/JAX, TensorFlow and PyTorch/XLA at least
+    # the baseline, Keras 3/JAX, TensorFlow and PyTorch/XLA at least
+    assert {'bow', 'keras', 'tf', 'xla'} <= set(reports.every()), sorted(reports)
 
 @pytest.mark.parametrize('name', list(BACKENDS))
 def test_contract(reports, name):

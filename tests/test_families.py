@@ -3,7 +3,8 @@ trains transformers. It runs in `./run.sh bench families` (tests/family_probe.py
 seven minutes) and its rows are recorded in bench/results/families.json, with a hash of the code it ran (the probe and
 every tpututor module it imported) and the versions; the docs' supported-models table is drawn from that file.
 tests/test_project.py::test_records_are_sound fails when the probe or the bench changed since; a change in the library
-since is shown above the table (its date, commit and the modules changed), until `./run.sh bench --stale` runs it again. The smoke run (`bench/run.py --smoke`) runs the probe itself on one family.
+since is shown above the table (its date, commit and the modules changed), until `./run.sh bench --stale` runs it again.
+The smoke run (`bench/run.py --smoke`) runs the probe itself on one family.
 Every family a backend runs must have trained and predicted; every family it cannot run must have been refused up
 front naming a backend that runs it."""
 import json
@@ -15,7 +16,8 @@ RECORD = ROOT/'bench'/'results'/'families.json'
 
 def _stale_here(backend:str)->list:
     "Why the 'here' record of `backend` must be made again (its probe or bench changed, or it carries no hashes)"
-    return [s['why'] for s in stale_records() if s['file'] == 'families.json' and s['where'] == f'/here/{backend}' and s['fails']]
+    return [s['why'] for s in stale_records()
+            if s['file'] == 'families.json' and s['where'] == f'/here/{backend}' and s['fails']]
 
 @pytest.mark.parametrize('backend', ['keras', 'xla', 'torch', 'tf'])
 def test_family_matrix(backend):

@@ -59,7 +59,8 @@ def test_compat_results_are_current():
         assert path.exists(), f"{path.relative_to(ROOT)} is missing: {redo}"
         res = json.loads(path.read_text())
         assert res['pins'] == compat.pins_hash(image), f"tools/compat/{im['pins']} changed since the last `{im['command']}`: {redo}"
-        assert len(res['code']) == 16, f"{path.relative_to(ROOT)} carries no code hash: {redo}"   # a change since is shown (install page)
+        # a change since is shown (install page)
+        assert len(res['code']) == 16, f"{path.relative_to(ROOT)} carries no code hash: {redo}"
         assert res['python'].rsplit('.', 1)[0] == im['python'], f"{image}: ran on Python {res['python']}, the image has {im['python']}: {redo}"
         pins = (ROOT / 'tools' / 'compat' / im['pins']).read_text()
         wanted = {l.split('==')[0].strip(): l.split('==')[1].split()[0] for l in pins.splitlines() if '==' in l and not l.startswith('#')}
@@ -207,7 +208,8 @@ def test_migration_table():
 # An entry measured with other library code (or here with other versions) is shown with a note saying what changed;
 # one that carries no hashes or whose bench changed fails here: a change to the bench is a change to what is measured.
 def test_records_are_sound():
-    "Every bench has a record, every record entry carries its hashes and versions, and no bench changed since its record"
+    """Every bench has a record, every record entry carries its hashes and versions, and no bench changed since its
+    record"""
     c = bench_common()
     bad = [s for s in stale_records() if s['fails']]
     by_cmd = {}
@@ -217,7 +219,8 @@ def test_records_are_sound():
     assert not [s for s in stale_records() if s['fails'] and c.waits_for_gpu(s)]   # a GPU's records wait for a GPU
 
 def test_pages_say_which_records_are_stale(monkeypatch):
-    "A record measured on code that changed since is named as such above its own tables on the Performance page and in its summary"
+    """A record measured on code that changed since is named as such above its own tables on the Performance page and
+    in its summary"""
     import importlib.util
     c, found = bench_common(), list(stale_records())   # found once for this process: it hashes the code of every record
     stem = lambda s: s['file'].removesuffix('_runs.json').removesuffix('.json')
@@ -230,7 +233,8 @@ def test_pages_say_which_records_are_stale(monkeypatch):
     for s in found:
         note = c.stale_note(f'{stem(s)}.md', found=found)
         assert note.startswith('**Measured with code that has changed since**') and s['why'] in note, (s, note)
-        rows = [json_row for json_row in page.splitlines() if f"bench {stem(s)}" in json_row or f'bench_{stem(s)}' in json_row]
+        rows = [json_row for json_row in page.splitlines()
+                if f"bench {stem(s)}" in json_row or f'bench_{stem(s)}' in json_row]
         assert all('code changed since' in r for r in rows), rows
     current = {p.stem for p in (ROOT / 'bench' / 'results').glob('*.md')} - {stem(s) for s in found} - {'summary'}
     for st in current: assert c.stale_note(f'{st}.md', found=found) == '', st
@@ -242,7 +246,8 @@ def test_shown_outputs_equal_records():
                      '\n'.join(f'nbs/{nb} cell {i}:\n  saved: {saved!r:.300}\n  now:   {now!r:.300}' for nb, i, saved, now in bad))
 
 def test_stale_finds_changed_code_and_missing_hashes(tmp_path):
-    "What makes a record stale: a changed module or other versions (shown with a note), a changed bench or no hashes (fails)"
+    """What makes a record stale: a changed module or other versions (shown with a note), a changed bench or no hashes
+    (fails)"""
     c = bench_common()
     from tpututor.testing import code_hash, module_hashes
     now, mods, files = c.versions_here(), ['tpututor.encoding', 'tpututor.config'], ['bench/bench_tokenize.py']
@@ -257,11 +262,13 @@ def test_stale_finds_changed_code_and_missing_hashes(tmp_path):
     assert test([old_bench]) == [('[0]', 'the bench changed since today', True)]
     assert test([{**old_bench, 'env': 'gpu'}]) == [('[0]', 'the bench changed since today', False)]   # waits for a GPU
     assert test([{**good, 'versions': {**now, 'torch': '0.1'}}]) == [('[0]', 'measured with other versions', False)]
-    assert test([{**good, 'versions': {**now, 'torch': '0.1'}, 'env': 'gpu'}]) == []   # made elsewhere: only its code must match
+    # made elsewhere: only its code must match
+    assert test([{**good, 'versions': {**now, 'torch': '0.1'}, 'env': 'gpu'}]) == []
     no_hashes = {k: v for k, v in good.items() if k != 'hashes'}
     assert test([no_hashes])[0][2] and test([no_hashes, good]) == []   # a summary row takes the hashes of its full record
     assert test([{'comparison': 'x'}]) == [('[0]', 'carries no code hash and versions', True)]
-    assert test({'here': {'torch': {'rows': [], 'versions': now}}}) == [('/here/torch', 'carries no code hash and versions', True)]
+    assert test({'here': {'torch': {'rows': [], 'versions': now}}}) == [
+        ('/here/torch', 'carries no code hash and versions', True)]
 
 def _records(folder, rec):
     (folder / 'tokenize.json').write_text(__import__('json').dumps(rec))
@@ -302,8 +309,10 @@ def test_changed_maps_files_to_tests():
     assert targets(['nbs/lessons/02_xla.ipynb']) == [nb('lessons/02_xla.ipynb')]
     tf = targets(['tpututor/backends/tf.py'])
     assert nb('backends/05_tf.ipynb') in tf and nb('backends/02_keras.ipynb') not in tf   # no backend imports another
-    assert {'tests/test_backends.py::test_contract[tf]', 'tests/test_resume.py::test_kfold_end_to_end[tf]'} <= set(tf), tf
-    assert not {'tests/test_backends.py', 'tests/test_resume.py', 'tests/test_project.py'} & set(tf), tf   # the tf cases alone
+    assert {'tests/test_backends.py::test_contract[tf]',
+            'tests/test_resume.py::test_kfold_end_to_end[tf]'} <= set(tf), tf
+    # the tf cases alone
+    assert not {'tests/test_backends.py', 'tests/test_resume.py', 'tests/test_project.py'} & set(tf), tf
     config = targets(['tpututor/config.py'])   # every backend imports it: the contract, each backend's notebook, the CLI's tests
     assert {nb('04_config.ipynb'), nb('backends/02_keras.ipynb'), nb('09_torchcore.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
     assert {'tpututor.backends.keras', 'tpututor.cli', 'tpututor.kfold'} <= importers('tpututor.config')

@@ -104,15 +104,19 @@ def module_targets(mod:str, graph=None)->list:
     "Every test a change to module `mod` can break"
     mods, tests = importers(mod, graph), sorted((ROOT / 'tests').glob('test_*.py'))
     out = [t for nb in notebooks_naming(mods) for t in nb_targets(nb, edited=False)]
-    out += [str(t.relative_to(ROOT)) for t in tests if t.name not in ('test_notebooks.py', 'test_project.py')   # notebooks: above
+    out += [str(t.relative_to(ROOT)) for t in tests
+            if t.name not in ('test_notebooks.py', 'test_project.py')   # notebooks: above
             and any(re.search(rf'{re.escape(m)}\b', t.read_text()) for m in mods)]
     if 'tpututor.cli' in mods: out += ['tests/test_cli.py', 'tests/test_resume.py']   # they run the `tpututor` command
     if any('.backends.' in m or m == 'tpututor.backends' for m in mods): out.append('tests/test_backends.py')
     if (name := backend_of(mod)):   # one backend changed: its own case of each test that runs every backend
-        resumed = re.search(r"parametrize\('backend', \[([^]]*)\]", (ROOT / 'tests' / 'test_resume.py').read_text())
-        if resumed and f"'{name}'" in resumed.group(1): out.append('tests/test_resume.py')   # the CLI finds a backend by name
-        out = [y for x in dict.fromkeys(out) for y in ([f'{x}::{t}[{name}]' for t in BY_BACKEND[x]] if x in BY_BACKEND else [x])]
-        if name == 'xla': out.append('tests/test_resume.py::test_sigkill_during_fold_2_resumes')   # it kills an xla run
+        resumed = re.search(r"parametrize\('backend', \[([^]]*)\]",
+                            (ROOT / 'tests' / 'test_resume.py').read_text())
+        # the CLI finds a backend by name
+        if resumed and f"'{name}'" in resumed.group(1): out.append('tests/test_resume.py')
+        out = [y for x in dict.fromkeys(out)
+               for y in ([f'{x}::{t}[{name}]' for t in BY_BACKEND[x]] if x in BY_BACKEND else [x])]
+        if name == 'torch': out.append('tests/test_resume.py::test_sigkill_during_fold_2_resumes')   # it kills a torch run
     return out
 
 def targets(files)->list:

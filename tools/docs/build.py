@@ -17,7 +17,9 @@
    by MkDocs with mkdocs-material and mkdocs-jupyter (tools/docs/mkdocs.yml, tools/docs/hooks.py), with the
    navigation following the folders of nbs/.
 
-Steps 1 and 2 are cached in _docs/ by content hash: a rebuild after editing one notebook processes that one.
+Steps 1 and 2 are cached by content hash in ~/.cache/tpututor-docs (TPUTUTOR_DOCS_CACHE names another folder), shared
+by every checkout on the machine: a rebuild after editing one notebook processes that one, and a fresh clone of code
+built before processes none.
 """
 import hashlib, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
@@ -28,7 +30,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(HERE) not in sys.path: sys.path.insert(0, str(HERE))   # install_cell.py and layout.py, beside this file
 NBS = ROOT / 'nbs'
-WORK = ROOT / '_docs'            # scratch: caches and the generated MkDocs sources (gitignored)
+WORK = ROOT / '_docs'            # scratch: the generated MkDocs sources (gitignored)
+# The processed notebooks, nbconvert's pages and the vendored JavaScript, cached by content outside the checkout, so a
+# fresh clone (CI's) on a machine that built the same notebooks before processes none of them again
+CACHE = Path(os.environ.get('TPUTUTOR_DOCS_CACHE') or
+             Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor-docs')
 SITE = ROOT / 'docs'             # the built site (gitignored; published by .github/workflows/docs.yml)
 LESSONS_BELOW = 4                # without nbs/lessons/: notebooks numbered 00..03 are lessons, other numbered ones the library
 FOLDER_SECTIONS = {'lessons': 'Lessons', 'tutorials': 'Tutorials'}   # any other folder of nbs/ is a part of the Library
@@ -305,7 +311,7 @@ def process_all(nbs, workers):
     common = [Path(__file__).read_bytes(), (HERE / 'install_cell.py').read_bytes(), nbdev.__version__, (ROOT / 'pyproject.toml').read_bytes()]
     modidx = ROOT / 'tpututor' / '_modidx.py'
     if modidx.exists(): common.append(modidx.read_bytes())   # API links and the `show_doc` targets
-    cache = WORK / 'proc'
+    cache = CACHE / 'proc'
     cache.mkdir(parents=True, exist_ok=True)
     jobs = {nb: cache / f"{'~'.join(nb.relative_to(NBS).with_suffix('').parts)}-{sha(*common, nb.read_bytes())}.ipynb" for nb in nbs}
     todo = [(nb, dst) for nb, dst in jobs.items() if not dst.exists()]
@@ -320,16 +326,17 @@ def process_all(nbs, workers):
                     log(f'processed {rel} in {dt:.1f}s' + (' (executed for its widget state)' if executed else ''))
                 except Exception as e: failed.append(f'{nb.relative_to(ROOT)}: {type(e).__name__}: {e}')
         if failed: sys.exit('docs: could not process\n  ' + '\n  '.join(failed))
-    live = set(jobs.values())
-    for old in cache.glob('*.ipynb'):
-        if old not in live: old.unlink()
+    live, week = set(jobs.values()), time.time() - 7 * 86400
+    for old in cache.glob('*.ipynb'):   # other checkouts share the cache: what none has used for a week goes
+        if old in live: os.utime(old)
+        elif old.stat().st_mtime < week: old.unlink(missing_ok=True)
     return {nb: (dst, json.loads(dst.read_text())['metadata']['tpututor_docs']) for nb, dst in jobs.items()}
 
 
 # ---------------------------------------------------------------- JavaScript from the npm registry
 def vendor():
     "Unpack the pinned npm packages into _docs/vendor/assets (once), checking their checksums"
-    out = WORK / 'vendor'
+    out = CACHE / 'vendor'
     stamp = out / f'.ok-{sha(json.dumps(NPM, sort_keys=True))}'
     if stamp.exists(): return out / 'assets'
     shutil.rmtree(out, ignore_errors=True)
@@ -447,7 +454,8 @@ def performance_page():
     c = _bench_common()
     found = c.stale()   # once for every page: it hashes the code of every record
     note = lambda name: c.stale_note(name, found=found)   # a record measured with older code says so above its tables
-    text = lambda p: _bench_run().summary(found, every=True) if p.stem == 'summary' else p.read_text()   # notes made now
+    # notes made now
+    text = lambda p: _bench_run().summary(found, every=True) if p.stem == 'summary' else p.read_text()
     parts += [_tables(_tables(_noted(text(p).strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n'
               for p in res] or ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
@@ -471,7 +479,8 @@ def install_page():
     for image, title, cmd in (('kaggle', "Kaggle's TPU image versions", './run.sh compat'),
                               ('colab', "Colab's TPU runtime versions", './run.sh compat colab')):
         res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
-        if not res.exists(): parts.append(f'## Tested against {title}\n\n`{cmd}` has not written results yet.'); continue
+        if not res.exists():
+            parts.append(f'## Tested against {title}\n\n`{cmd}` has not written results yet.'); continue
         code = json.loads(res.with_suffix('.json').read_text())['code']
         note = ('' if code == compat.code_hash() else
                 f"\n\n**Run on package code that has changed since** (code `{code}` then, `{compat.code_hash()}` now): "
@@ -544,7 +553,8 @@ def write_sources(done, assets):
     cfg['nav'] = navigation(done)
     cfg.update(docs_dir=str(src), site_dir=str(SITE), hooks=[str(HERE / 'hooks.py')])
     for p in cfg['plugins']:
-        if isinstance(p, dict) and 'mkdocs-jupyter' in p: p['mkdocs-jupyter']['cache_dir'] = str(WORK / 'nbconvert-cache')
+        if isinstance(p, dict) and 'mkdocs-jupyter' in p:
+            p['mkdocs-jupyter']['cache_dir'] = str(CACHE / 'nbconvert-cache')
     (WORK / 'mkdocs.yml').write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
     return WORK / 'mkdocs.yml'
 
@@ -568,5 +578,6 @@ if __name__ == '__main__':
     ap.add_argument('--workers', type=int, default=min(2, os.cpu_count() or 1), help='notebooks processed at once')
     ap.add_argument('--force', action='store_true', help='process every notebook again, ignoring the cache')
     a = ap.parse_args()
-    if a.force: shutil.rmtree(WORK / 'proc', ignore_errors=True); shutil.rmtree(WORK / 'nbconvert-cache', ignore_errors=True)
+    if a.force:
+        shutil.rmtree(CACHE / 'proc', ignore_errors=True); shutil.rmtree(CACHE / 'nbconvert-cache', ignore_errors=True)
     build(a.workers)
