@@ -15,7 +15,7 @@ from .models.checkpoint import check_family, model_config
 __all__ = ['FRAMEWORKS', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
            'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'code_text',
            'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes', 'changed_since', 'record_notes',
-           'recorded']
+           'record_text', 'record_entry', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
@@ -360,7 +360,9 @@ def record_notes(
         if line not in out: out.append(line)
     return out
 
-def _read_record(file):
+def record_text(
+    file:str,  # a file of bench/results, e.g. 'realruns.json'
+)->str:        # its text
     "The text of `file` of bench/results: this checkout's, else the published repository's"
     import urllib.request, tpututor
     roots = [Path(tpututor.__file__).resolve().parents[1], Path.cwd(), *Path.cwd().parents]
@@ -371,16 +373,23 @@ def _read_record(file):
     if checkout: return (checkout / file).read_text()
     return urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
 
+def record_entry(
+    file:str,      # a file of bench/results: a .json, or an .md (whose figures its .json records)
+    run:str=None,  # of a record of named runs ('realruns.json'): the one entry to return
+):                 # the parsed record, or its run
+    "The measured entries behind `file` (what `record_notes` reads), or its run `run`"
+    rec = json.loads(record_text(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
+    if run is None: return rec
+    runs = {r.get('run'): r for r in rec} if isinstance(rec, list) else {}
+    if run not in runs: raise KeyError(f"{file} has no run {run!r}: it has {sorted(k for k in runs if k)}")
+    return runs[run]
+
 def recorded(
     file:str,       # a file of bench/results: 'realruns.json' (returned parsed) or 'xla_buckets.md' (returned as text)
     run:str=None,   # of a record of named runs ('realruns.json'): the one entry to return
 ):                  # the record, from which a cell prints a measured figure
     "A benchmark's record, with a line printed above the figure when it was measured on code that has changed since"
-    text = _read_record(file)
-    rec = json.loads(text if file.endswith('.json') else _read_record(file.rsplit('.', 1)[0] + '.json'))
-    if run is not None:
-        runs = {r.get('run'): r for r in rec} if isinstance(rec, list) else {}
-        if run not in runs: raise KeyError(f"{file} has no run {run!r}: it has {sorted(k for k in runs if k)}")
-        rec = runs[run]
+    rec = record_entry(file, run)
     for line in record_notes(rec): print(line)
-    return rec if file.endswith('.json') else text
+    return rec if file.endswith('.json') else record_text(file)
+

@@ -396,18 +396,11 @@ def _every_tutorial(head, rows):
     return rows + [[f'tutorials/{nb.name}', 'not recorded'] + ['-'] * (len(head) - 2)
                    for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
 
-def _bench_common():
-    "bench/common.py, which knows which records are stale"
+def _load(rel:str):
+    "The Python file `rel` of this repository as a module (bench/common.py, bench/run.py, tools/compat/run.py)"
     import importlib.util
-    spec = importlib.util.spec_from_file_location('bench_common', ROOT / 'bench' / 'common.py')
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    return mod
-
-def _bench_run():
-    "bench/run.py, which writes the summary table"
-    import importlib.util
-    if str(ROOT / 'bench') not in sys.path: sys.path.insert(0, str(ROOT / 'bench'))
-    spec = importlib.util.spec_from_file_location('bench_run', ROOT / 'bench' / 'run.py')
+    if str(ROOT / 'bench') not in sys.path: sys.path.insert(0, str(ROOT / 'bench'))   # bench/run.py imports common
+    spec = importlib.util.spec_from_file_location(rel.replace('/', '_').removesuffix('.py'), ROOT / rel)
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     return mod
 
@@ -417,16 +410,14 @@ def with_record_notes(page:Path):
     """The cells of notebook `page` that print a figure from a record (bench/common.py's `SHOWS`) say, above their saved
     outputs, what `recorded` says today when the record was measured on code that has changed since: the line is made
     now, from the record and today's code, whatever the outputs were saved with"""
-    from tpututor.testing import STALE_MARK, record_notes, _read_record
+    from tpututor.testing import STALE_MARK, record_notes, record_entry
     nb, changed = json.loads(page.read_text()), False
     for c in nb['cells']:
         src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
         if c['cell_type'] != 'code' or not src.startswith('from tpututor.testing import recorded'): continue
         notes = []
         for file, run in RECORD_CALL.findall(src):
-            rec = json.loads(_read_record(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
-            if run: rec = next((r for r in rec if r.get('run') == run), {})
-            notes += [n for n in record_notes(rec) if n not in notes]
+            notes += [n for n in record_notes(record_entry(file, run or None)) if n not in notes]
         outs = []
         for o in c.get('outputs', []):
             if o.get('output_type') == 'stream':
@@ -451,21 +442,14 @@ def performance_page():
              'Each benchmark in `bench/` measures the ways of doing one job side by side in one run and writes a '
              'table here; `./run.sh bench` measures them all again on your machine and prints the summary table '
              '(`./run.sh bench NAME` runs one). Figures are from the machine named under each table.\n']
-    c = _bench_common()
+    c = _load('bench/common.py')
     found = c.stale()   # once for every page: it hashes the code of every record
     note = lambda name: c.stale_note(name, found=found)   # a record measured with older code says so above its tables
     # notes made now
-    text = lambda p: _bench_run().summary(found, every=True) if p.stem == 'summary' else p.read_text()
+    text = lambda p: _load('bench/run.py').summary(found, every=True) if p.stem == 'summary' else p.read_text()
     parts += [_tables(_tables(_noted(text(p).strip(), note(p.name)), _commands_whole), _every_tutorial) + '\n'
               for p in res] or ['No benchmark has written results yet.\n']
     return '\n'.join(parts)
-
-def _compat_run():
-    "tools/compat/run.py, which hashes the package code as the compat runs record it"
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('compat_run', ROOT / 'tools' / 'compat' / 'run.py')
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    return mod
 
 def install_page():
     """tools/docs/install.md, the Tested-on table (tools/tested_on.py) and the latest compat run of each image
@@ -475,7 +459,7 @@ def install_page():
     parts = [(HERE / 'install.md').read_text().strip(),
              '## Tested on\n\nWhere this code has run, from the records the benchmarks and the compat runs write (a row '
              'appears when a record does):\n\n' + tested_on().strip()]
-    compat = _compat_run()
+    compat = _load('tools/compat/run.py')
     for image, title, cmd in (('kaggle', "Kaggle's TPU image versions", './run.sh compat'),
                               ('colab', "Colab's TPU runtime versions", './run.sh compat colab')):
         res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
