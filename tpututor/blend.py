@@ -57,21 +57,28 @@ def read_run(
     run = Path(path)
     if not (run/'run.json').exists(): raise BlendError(f"{run} is not a tpututor run directory (no run.json)")
     meta = read_json(run/'run.json'); task = meta['config']['task']
-    if not (run/'oof.npy').exists(): raise BlendError(f"run {run} has no oof.npy: it has not finished a fold; finish it with its tpututor train command first")
+    if not (run/'oof.npy').exists():
+        raise BlendError(
+            f"run {run} has no oof.npy: it has not finished a fold; finish it with its tpututor train command first")
     oof, folds = load_array(run/'oof.npy'), load_array(run/'folds.npy')
     missing = sorted({int(f) for f in folds[np.isnan(oof.reshape(len(oof), -1)).any(1)]})
-    if missing: raise BlendError(f"run {run} has no out-of-fold predictions for fold(s) {missing}: finish it with its tpututor train command first")
+    if missing:
+        raise BlendError(
+            f"run {run} has no out-of-fold predictions for fold(s) {missing}: finish it with its tpututor train "
+            f"command first")
     y = None
     if get_task(task).targets is not None:
         if not (run/'targets.npy').exists():
-            raise BlendError(f"run {run} was written before runs kept their targets: run its tpututor train command again "
+            raise BlendError(
+                f"run {run} was written before runs kept their targets: run its tpututor train command again "
                              "(every fold is finished, so nothing is trained again) to add targets.npy")
         y = load_array(run/'targets.npy')
     kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
     cli = read_json(run/'cli.json') if (run/'cli.json').exists() else {}
     ids, id_col = _test_ids(run)
     return RunPreds(str(path), task, oof, load_array(run/'test.npy') if (run/'test.npy').exists() else None, folds, y,
-                    meta.get('fingerprint') or {}, cli.get('classes') or kit.get('classes'), cli.get('label') or ['label'],
+                    meta.get('fingerprint') or {},
+                    cli.get('classes') or kit.get('classes'), cli.get('label') or ['label'],
                     ids, id_col, meta['config']['model'], meta.get('backend', ''))
 
 # %% ../nbs/10a_blend.ipynb #e16e8283
@@ -79,20 +86,30 @@ def _differ(a:RunPreds, b:RunPreds, other_texts:bool=False)->str|None: # the fir
     "What keeps run `b` from blending with run `a`"
     if a.task != b.task: return f"it is a {b.task} run and {a.name} a {a.task} run: only runs of one task blend"
     if a.oof.shape[1:] != b.oof.shape[1:]: return f"it predicts {b.oof.shape[1]} outputs and {a.name} {a.oof.shape[1]}"
-    if a.classes and b.classes and a.classes != b.classes: return f"its classes {b.classes} are not {a.name}'s {a.classes}"
+    if a.classes and b.classes and a.classes != b.classes:
+        return f"its classes {b.classes} are not {a.name}'s {a.classes}"
     fa, fb = a.fingerprint, b.fingerprint
-    if len(a.oof) != len(b.oof) or (a.y is not None and not np.array_equal(a.y, b.y)) or (fa.get('rows') and fb.get('rows') and fa['rows'] != fb['rows']):
-        return (f"it trained on other rows than {a.name} ({len(b.oof):,} rows vs {len(a.oof):,}, or as many with other targets or ids): "
+    if len(a.oof) != len(b.oof) or (a.y is not None and not np.array_equal(a.y, b.y)) or (
+        fa.get('rows') and fb.get('rows') and fa['rows'] != fb['rows']):
+        return (
+            f"it trained on other rows than {a.name} ({len(b.oof):,} rows vs {len(a.oof):,}, or as many with other "
+            f"targets or ids): "
                 "a blend needs the same training rows in the same order")
     if not np.array_equal(a.folds, b.folds):
-        return (f"its folds are not {a.name}'s: train every run with the same --folds, --fold-kind, --seed and --group, so each row "
+        return (
+            f"its folds are not {a.name}'s: train every run with the same --folds, --fold-kind, --seed and --group, "
+            f"so each row "
                 "is held out in the same fold by every run")
     if not other_texts and fa.get('texts') and fb.get('texts') and fa['texts'] != fb['texts']:
         return (f"it read other texts of the same rows than {a.name} (another --text column, or cleaned text); "
                 "if that is on purpose, blend with --other-texts (Python: other_texts=True)")
-    if (a.test is None) != (b.test is None): return f"{'it' if b.test is None else a.name} has no test predictions (trained without --test)"
-    if a.test is not None and (len(a.test) != len(b.test) or (fa.get('test') and fb.get('test') and fa['test'] != fb['test'])):
-        return f"it predicted other test rows than {a.name} ({len(b.test):,} rows vs {len(a.test):,}, or as many other texts)"
+    if (a.test is None) != (b.test is None):
+        return f"{'it' if b.test is None else a.name} has no test predictions (trained without --test)"
+    if a.test is not None and (
+        len(a.test) != len(b.test) or (fa.get('test') and fb.get('test') and fa['test'] != fb['test'])):
+        return (
+            f"it predicted other test rows than {a.name} ({len(b.test):,} rows vs {len(a.test):,}, or as many other "
+            f"texts)")
     return None
 
 # %% ../nbs/10a_blend.ipynb #435ed9f6
@@ -110,8 +127,10 @@ def check_blendable(
 # %% ../nbs/10a_blend.ipynb #f91bb40b
 def blend_inputs(run:RunPreds)->tuple: # (oof, test) as the blend averages them
     "A run's predictions on the blend's common scale: as they are (probabilities, targets), or for ranking standardised"
-    if get_task(run.task).targets is not None: return run.oof.astype(np.float64), None if run.test is None else run.test.astype(np.float64)
-    mu, sd = float(np.mean(run.oof)), float(np.std(run.oof)) or 1.0   # a ranking run's scores: its own scale, made comparable
+    if get_task(run.task).targets is not None:
+        return run.oof.astype(np.float64), None if run.test is None else run.test.astype(np.float64)
+    # a ranking run's scores: its own scale, made comparable
+    mu, sd = float(np.mean(run.oof)), float(np.std(run.oof)) or 1.0
     return (run.oof - mu) / sd, None if run.test is None else (run.test - mu) / sd
 
 # %% ../nbs/10a_blend.ipynb #f741390d
@@ -167,20 +186,24 @@ class BlendResult:
 def _main(task:str, metrics:dict)->float: return metrics.get(MAIN_METRIC[task], float('nan'))
 
 # %% ../nbs/10a_blend.ipynb #cd054ea2
-def _choose(task:str, runs:list, y, nested:np.ndarray, w:np.ndarray)->tuple: # (weights, out-of-fold predictions, metrics, fallback)
+def _choose(task:str, runs:list, y, nested:np.ndarray,
+            w:np.ndarray)->tuple: # (weights, out-of-fold predictions, metrics, fallback)
     "The fitted blend, or the best run alone when the blend's honest score is below that run's"
     own = [score(task, y, r.oof) for r in runs]
     best = int(np.nanargmax([_main(task, m) for m in own]))
     blended = score(task, y, nested)
     if _main(task, blended) >= _main(task, own[best]): return w, nested, blended, None
-    why = (f"the blend's out-of-fold {MAIN_METRIC[task]} with weights fitted on the other folds, {_main(task, blended):.4f}, is below "
+    why = (
+        f"the blend's out-of-fold {MAIN_METRIC[task]} with weights fitted on the other folds, "
+        f"{_main(task, blended):.4f}, is below "
            f"that of its best run, {runs[best].name} ({_main(task, own[best]):.4f}): the blend is that run alone")
     return np.eye(len(runs))[best], runs[best].oof, own[best], why
 
 # %% ../nbs/10a_blend.ipynb #61919d2c
 def blend_table(task:str, runs:list, res:BlendResult)->pd.DataFrame:
     "Each run's out-of-fold metrics and weight, then the blend's"
-    rows = [{'run': r.name, 'model': r.model, 'backend': r.backend, 'weight': res.weights[r.name], **res.runs[r.name]} for r in runs]
+    rows = [{'run': r.name, 'model': r.model, 'backend': r.backend,
+             'weight': res.weights[r.name], **res.runs[r.name]} for r in runs]
     what = 'blend: its best run alone' if res.fallback else 'blend (weights fitted on the other folds)'
     rows.append({'run': what, 'model': '', 'backend': '', 'weight': 1.0, **res.oof})
     return pd.DataFrame(rows).set_index('run')
@@ -191,11 +214,14 @@ def _write_predictions(out:Path, runs:list, test:np.ndarray, sample=None, ids=No
     r0 = runs[0]
     known = [r.ids for r in runs if r.ids is not None]
     if ids is None and known:
-        if any(k != known[0] for k in known): raise BlendError("the runs' predictions.csv list other test ids: they predicted other test rows")
+        if any(k != known[0] for k in known):
+            raise BlendError("the runs' predictions.csv list other test ids: they predicted other test rows")
         ids = known[0]
     ids = list(range(len(test))) if ids is None else list(ids)
-    written = [write_csv(predictions_table(r0.task, test, ids, r0.id_col, r0.labels, r0.classes), out/'predictions.csv')]
-    if sample is not None: written.append(write_csv(submission(test, ids, sample, r0.task, r0.classes), out/'submission.csv'))
+    written = [
+        write_csv(predictions_table(r0.task, test, ids, r0.id_col, r0.labels, r0.classes), out/'predictions.csv')]
+    if sample is not None:
+        written.append(write_csv(submission(test, ids, sample, r0.task, r0.classes), out/'submission.csv'))
     return [str(p) for p in written]
 
 # %% ../nbs/10a_blend.ipynb #5cbbef5c
@@ -203,8 +229,10 @@ def _summary(runs:list, res:BlendResult, written:list, seconds:float)->dict: # s
     "The blend's summary, under the keys a run's summary.json uses (oof, fold_scores, folds, written)"
     r0 = runs[0]; folds = np.unique(r0.folds)
     oof = load_array(res.out/'oof.npy')
-    fold_scores = [{'fold': int(i), **score(r0.task, None if r0.y is None else r0.y[r0.folds == i], oof[r0.folds == i])} for i in folds]
-    return {'data': f"blend of {len(runs)} runs", 'model': ' + '.join(r.model for r in runs), 'backend': 'blend', 'folds': len(folds),
+    fold_scores = [{'fold': int(i),
+                    **score(r0.task, None if r0.y is None else r0.y[r0.folds == i], oof[r0.folds == i])} for i in folds]
+    return {'data': f"blend of {len(runs)} runs", 'model': ' + '.join(r.model for r in runs),
+            'backend': 'blend', 'folds': len(folds),
             'oof': res.oof, 'fold_scores': fold_scores, 'resumed_folds': [], 'weights': res.weights, 'runs': res.runs,
             'fallback': res.fallback, 'written': written, 'seconds': round(seconds, 1)}
 
@@ -216,7 +244,8 @@ def blend_runs(
     other_texts:bool=False,  # allow runs that read other texts of the same rows
     ids=None,                # test ids (default: those of the runs' predictions.csv, else row numbers)
 )->BlendResult:
-    "Blend finished runs with non-negative weights fitted on their out-of-fold predictions, scored on folds the weights never saw"
+    """Blend finished runs with non-negative weights fitted on their out-of-fold predictions, scored on folds the
+    weights never saw"""
     t0 = time.time()
     runs = check_blendable([read_run(p) for p in paths], other_texts)
     r0, ins = runs[0], [blend_inputs(r) for r in runs]
@@ -226,13 +255,15 @@ def blend_runs(
     nested, fw = nested_blend([o for o, _ in ins], r0.y, r0.folds, r0.task)
     w, oof, metrics, fallback = _choose(r0.task, runs, r0.y, nested, fit_weights([o for o, _ in ins], r0.y, r0.task))
     test = None if r0.test is None else np.tensordot(w, np.stack([t for _, t in ins]), 1).astype(np.float32)
-    res = BlendResult({r.name: float(wi) for r, wi in zip(runs, w)}, metrics, {r.name: score(r0.task, r0.y, r.oof) for r in runs},
+    res = BlendResult({r.name: float(wi) for r, wi in zip(runs, w)}, metrics,
+                      {r.name: score(r0.task, r0.y, r.oof) for r in runs},
                       test, fw, fallback, None if out is None else Path(out))
     if out is not None: write_blend(res, runs, oof, sample, ids, t0)
     return res
 
 # %% ../nbs/10a_blend.ipynb #7df735ca
-def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None, ids=None, t0:float|None=None)->dict: # summary.json
+def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
+                ids=None, t0:float|None=None)->dict: # summary.json
     "The blend's folder: oof.npy, test.npy, blend.json, predictions.csv (submission.csv), summary.json"
     out = res.out; out.mkdir(parents=True, exist_ok=True)
     save_array(out/'oof.npy', oof.astype(np.float32))
@@ -241,9 +272,15 @@ def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None, ids=Non
         save_array(out/'test.npy', res.test)
         written = _write_predictions(out, runs, res.test, sample, ids)
     corr = np.corrcoef(np.stack([blend_inputs(r)[0].reshape(len(r.oof), -1)[:, -1] for r in runs])).round(4).tolist()
-    write_json(out/'blend.json', {'method': 'SLSQP on the simplex: non-negative weights summing to 1 that minimise the task loss of the weighted average; '
-                                  'out-of-fold score from weights fitted on the other folds; test weights fitted on all folds',
-                                  'runs': [r.name for r in runs], 'weights': res.weights, 'fingerprints': {r.name: r.fingerprint for r in runs}, 'fold_weights': res.fold_weights.round(6).tolist(),
+    write_json(out/'blend.json',
+               {
+                   'method': 'SLSQP on the simplex: non-negative weights summing to 1 that minimise the task loss of '
+                             'the weighted average; '
+                                  'out-of-fold score from weights fitted on the other folds; test weights fitted on '
+                                  'all folds',
+                                  'runs': [r.name for r in runs], 'weights': res.weights,
+                                  'fingerprints': {r.name: r.fingerprint for r in runs},
+                                  'fold_weights': res.fold_weights.round(6).tolist(),
                                   'oof': res.oof, 'run_oof': res.runs, 'fallback': res.fallback, 'correlation': corr})
     s = _summary(runs, res, written, time.time() - (t0 or time.time()))
     write_json(out/'summary.json', s)
@@ -257,10 +294,16 @@ def blend_weights(
     "The blend's weight of each run, matched by folder name and checked against the fingerprint the blend kept"
     b = read_json(blend_json); by_name = {Path(n).name: n for n in b['runs']}
     names = [Path(r).name for r in runs]
-    if sorted(names) != sorted(by_name): raise BlendError(f"{blend_json} blends the runs {sorted(by_name)}; given {sorted(names)}: give every run of the blend, each in a folder of its name")
+    if sorted(names) != sorted(by_name):
+        raise BlendError(
+            f"{blend_json} blends the runs {sorted(by_name)}; given {sorted(names)}: give every run of the blend, "
+            f"each in a folder of its name")
     for r, n in zip(runs, names):
         kept, now = b.get('fingerprints', {}).get(by_name[n]), read_json(Path(r)/'run.json').get('fingerprint')
-        if kept and now != kept: raise BlendError(f"run {r} is not the run {by_name[n]} that {blend_json} blended (its fingerprint differs): blend the runs again")
+        if kept and now != kept:
+            raise BlendError(
+                f"run {r} is not the run {by_name[n]} that {blend_json} blended (its fingerprint differs): blend the "
+                f"runs again")
     return [b['weights'][by_name[n]] for n in names]
 
 # %% ../nbs/10a_blend.ipynb #6057490b

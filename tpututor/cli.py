@@ -14,7 +14,8 @@ from .config import TrainConfig, PRECISIONS, check_run
 from .tasks import TASKS, get_task
 from .backends.base import BACKENDS, get_backend
 from .rundir import RunDirError, write_csv, write_json, read_json
-from .kfold import run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds, COMPILE_KEYS, text_keys
+from .kfold import (run_kfold, score, submission, predictions_table, FOLD_KINDS, MAIN_METRIC, make_folds,
+                            COMPILE_KEYS, text_keys)
 from .encoding import encode
 from .meter import mfu_text
 from .devices.ops import compile_cache_dir, compile_cache_report, clear_compile_cache
@@ -37,12 +38,15 @@ DEFAULT_JOB = dict(rows=2000, held_out=1000, max_len=64, epochs=1, batch_size=16
 # %% ../nbs/11_cli.ipynb #b7db185c
 SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where the command line names none, why)
     'cpu': (dict(buckets=4, batch_size=16, precision='bf16'),
-            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows per step over all devices; "
+            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows "
+            "per step over all devices; "
             "bf16 with the torch backend on a CPU with bfloat16 instructions"),
     'gpu': (dict(buckets=4, batch_size=32, precision='bf16'),
-            "length buckets as on a CPU; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per device"),
+            "length buckets as on a CPU; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per "
+            "device"),
     'tpu': (dict(buckets=4, batch_size=32, precision='bf16'),
-            "buckets chosen once for the whole run, so that each shape compiles once; bfloat16, the MXU's own; batch 32 per device; "
+            "buckets chosen once for the whole run, so that each shape compiles once; bfloat16, the MXU's own; batch "
+            "32 per device; "
             "not measured on a TPU yet"),
 }
 
@@ -55,11 +59,15 @@ def speed_defaults(
     "The speed options `tpututor train` chooses for `device` where none was given, and why"
     opts, why = SPEED_DEFAULTS[device]
     chosen = {k: v for k, v in opts.items() if k not in given}
-    if chosen.get('precision') == 'bf16' and bf16 is not True: chosen['precision'], why = 'fp32', why + f"; fp32: {bf16 or 'no bfloat16 here'}"
+    if chosen.get('precision') == 'bf16' and bf16 is not True:
+        chosen['precision'], why = 'fp32', why + f"; fp32: {bf16 or 'no bfloat16 here'}"
     if not chosen: return {}, None
-    words = {'buckets': lambda v: f'{v} length buckets' if v else 'padding to --max-len', 'batch_size': lambda v: f'batch {v}', 'precision': str}
+    words = {'buckets': lambda v: f'{v} length buckets' if v else 'padding to --max-len',
+             'batch_size': lambda v: f'batch {v}', 'precision': str}
     flags = ', '.join('--' + k.replace('_', '-') for k in chosen)
-    return chosen, f"speed options for this {device.upper()}: {', '.join(words[k](v) for k, v in chosen.items())} ({why}); {flags} choose others"
+    return (chosen,
+            f"speed options for this {device.upper()}: {', '.join(words[k](v) for k, v in chosen.items())} ({why}); "
+            f"{flags} choose others")
 
 # %% ../nbs/11_cli.ipynb #8cad5302
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
@@ -81,7 +89,8 @@ def config_options(
         if name == 'return' or name in _DERIVED: continue
         typ, default = _type(d['anno']), d['default']
         job = f"; embedded job: {DEFAULT_JOB[name]}" if name in DEFAULT_JOB else ''
-        if name in SPEED_DEFAULTS['cpu'][0]: default = 'chosen for the device, ' + ', '.join(f'{k} {o[name]}' for k, (o, _) in SPEED_DEFAULTS.items())
+        if name in SPEED_DEFAULTS['cpu'][0]:
+            default = 'chosen for the device, ' + ', '.join(f'{k} {o[name]}' for k, (o, _) in SPEED_DEFAULTS.items())
         kw = dict(default=None, help=f"{d['docment']} (default: {default}{job})")
         if typ is bool: kw['action'] = argparse.BooleanOptionalAction
         else: kw.update(type=typ, metavar=name.upper())
@@ -105,32 +114,51 @@ def _data_options(t):
     "`tpututor train`'s data options"
     g = t.add_argument_group('data')
     g.add_argument('--data', help='training CSV (default: the embedded Rotten Tomatoes snippets)')
-    g.add_argument('--text', nargs='+', default=['text'], metavar='COL', help='text column, or two columns for a pair (question answer; more less for ranking) (default: text)')
-    g.add_argument('--label', nargs='+', default=['label'], metavar='COL', help='label column(s): class names or ids for classification, numbers otherwise, none for ranking (default: label)')
+    g.add_argument('--text', nargs='+', default=['text'], metavar='COL',
+                   help='text column, or two columns for a pair (question answer; more less for ranking) (default: '
+                        'text)')
+    g.add_argument('--label', nargs='+', default=['label'], metavar='COL',
+                   help='label column(s): class names or ids for classification, numbers otherwise, none for ranking '
+                        '(default: label)')
     g.add_argument('--test', help='test CSV to predict (default with no --data: held-out Rotten Tomatoes rows)')
-    g.add_argument('--test-text', nargs='+', metavar='COL', help='text column(s) of the test CSV (default: --text; ranking: the first --text column)')
-    g.add_argument('--id', default='id', help='id column of the test CSV, copied to the predictions (row number if absent) (default: id)')
-    g.add_argument('--sample-submission', metavar='CSV', help="a competition's sample submission: submission.csv is written in its shape")
-    g.add_argument('--group', metavar='COL', help="column whose values must stay in one fold (e.g. a movie or question id); "
+    g.add_argument('--test-text', nargs='+', metavar='COL',
+                   help='text column(s) of the test CSV (default: --text; ranking: the first --text column)')
+    g.add_argument('--id', default='id',
+                   help='id column of the test CSV, copied to the predictions (row number if absent) (default: id)')
+    g.add_argument('--sample-submission', metavar='CSV',
+                   help="a competition's sample submission: submission.csv is written in its shape")
+    g.add_argument('--group', metavar='COL',
+                   help="column whose values must stay in one fold (e.g. a movie or question id); "
                    "'text' (when no column has that name): rows with the same text (or pair) share a fold")
-    g.add_argument('--rows', type=int, help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
+    g.add_argument('--rows', type=int,
+                   help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
 
 # %% ../nbs/11_cli.ipynb #776ccb9c
 def _run_options(t):
     "`tpututor train`'s options of where and how it runs"
     r = t.add_argument_group('run')
-    r.add_argument('--backend', choices=['auto', *BACKENDS], default=DEFAULT_BACKEND, help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
-                   + f" (default: auto, what the which-backend table on the install page recommends for this machine: here {pick_backend()[0]})")
-    r.add_argument('--devices', type=int, default=8, help='keras: JAX devices to split a CPU into, the virtual TPU (a TPU or GPU shows its own) (default: 8)')
-    r.add_argument('--coordinator', metavar='HOST:PORT', help="keras, many hosts: process 0's address, the same on every host; "
+    r.add_argument('--backend', choices=['auto', *BACKENDS], default=DEFAULT_BACKEND,
+                   help='; '.join(f'{k}: {v[2]}' for k, v in BACKENDS.items())
+                   + f" (default: auto, what the which-backend table on the install page recommends for this machine: "
+                     f"here {pick_backend()[0]})")
+    r.add_argument('--devices', type=int, default=8,
+                   help='keras: JAX devices to split a CPU into, the virtual TPU (a TPU or GPU shows its own) '
+                        '(default: 8)')
+    r.add_argument('--coordinator', metavar='HOST:PORT',
+                   help="keras, many hosts: process 0's address, the same on every host; "
                    "'auto' on a TPU pod slice (every host runs the same command) (default: one host)")
     r.add_argument('--num-processes', type=int, metavar='N', help='keras, many hosts: how many processes (hosts) join')
-    r.add_argument('--process-id', type=int, metavar='I', help="keras, many hosts: this process's index, 0 to N-1; process 0 writes the run directory")
-    r.add_argument('--heartbeat', type=int, default=100, metavar='S', help='keras, many hosts: seconds after a host stops before the others stop too (default: 100)')
-    r.add_argument('--compile-cache', metavar='DIR|off', help='folder that keeps compiled programs for the next run, one subfolder per '
-                   "framework; 'off': compile every run (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache; see tpututor cache)")
+    r.add_argument('--process-id', type=int, metavar='I',
+                   help="keras, many hosts: this process's index, 0 to N-1; process 0 writes the run directory")
+    r.add_argument('--heartbeat', type=int, default=100, metavar='S',
+                   help='keras, many hosts: seconds after a host stops before the others stop too (default: 100)')
+    r.add_argument('--compile-cache', metavar='DIR|off',
+                   help='folder that keeps compiled programs for the next run, one subfolder per '
+                   "framework; 'off': compile every run (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user "
+                   "cache; see tpututor cache)")
     r.add_argument('--folds', type=int, default=5, help='number of folds (default: 5)')
-    r.add_argument('--fold-kind', choices=FOLD_KINDS, default='auto', help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
+    r.add_argument('--fold-kind', choices=FOLD_KINDS, default='auto',
+                   help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
 
 # %% ../nbs/11_cli.ipynb #b6db7c82
 def _train_parser(sub):
@@ -141,7 +169,8 @@ def _train_parser(sub):
     _data_options(t); _run_options(t)
     config_options(t.add_argument_group('training (every field of TrainConfig)'))
     o = t.add_argument_group('output')
-    o.add_argument('--out', default='runs/default', help='run directory; rerun the same command to resume (default: runs/default)')
+    o.add_argument('--out', default='runs/default',
+                   help='run directory; rerun the same command to resume (default: runs/default)')
     o.add_argument('--overwrite', action='store_true', help='discard a different run already in --out')
     o.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
@@ -149,70 +178,100 @@ def _train_parser(sub):
 def _predict_parser(sub):
     "`tpututor predict`: its options"
     pr = sub.add_parser('predict', help="predict a CSV with a finished run's folds, from the run directory alone",
-        description="Every fold's saved model on a CSV, averaged, in the run's label names. The run directory is all it reads: "
-                    "the model's config and tokenizer are kept in RUN/model, so it works offline after the training model folder is gone "
+        description="Every fold's saved model on a CSV, averaged, in the run's label names. The run directory is all "
+                    "it reads: "
+                    "the model's config and tokenizer are kept in RUN/model, so it works offline after the training "
+                    "model folder is gone "
                     "(a Kaggle submission notebook with the internet off), on this machine's devices.")
-    pr.add_argument('--run', required=True, nargs='+', metavar='RUN', help='run directory written by tpututor train; several, with --weights, for a blend')
-    pr.add_argument('--weights', metavar='BLEND_JSON', help="a blend's blend.json (tpututor blend): the runs' predictions averaged with its weights")
+    pr.add_argument('--run', required=True, nargs='+', metavar='RUN',
+                    help='run directory written by tpututor train; several, with --weights, for a blend')
+    pr.add_argument('--weights', metavar='BLEND_JSON',
+                    help="a blend's blend.json (tpututor blend): the runs' predictions averaged with its weights")
     pr.add_argument('--test', required=True, help='CSV to predict')
     pr.add_argument('--test-text', nargs='+', metavar='COL', help="text column(s) (default: the run's --text)")
     pr.add_argument('--id', default='id', help='id column copied to the output (row number if absent) (default: id)')
     pr.add_argument('--sample-submission', metavar='CSV', help="sample submission whose columns shape the output")
-    pr.add_argument('--output', help='CSV to write (default: RUN/predict.csv; with --weights, predict.csv beside the blend.json)')
-    pr.add_argument('--base', metavar='DIR', help="a LoRA run's base checkpoint folder (the run keeps only adapters and head; its hash is checked)")
+    pr.add_argument('--output',
+                    help='CSV to write (default: RUN/predict.csv; with --weights, predict.csv beside the blend.json)')
+    pr.add_argument('--base', metavar='DIR',
+                    help="a LoRA run's base checkpoint folder (the run keeps only adapters and head; its hash is "
+                         "checked)")
     pr.add_argument('--precision', choices=['auto', 'fp32', 'bf16', 'fp16'], default='auto',
-                    help='auto: bf16 on a TPU or a GPU with bf16, fp16 on a GPU without (T4), fp32 on a CPU (default: auto)')
-    pr.add_argument('--batch-size', type=int, metavar='N', help="rows per device at prediction (default: the run's prediction batch)")
+                    help='auto: bf16 on a TPU or a GPU with bf16, fp16 on a GPU without (T4), fp32 on a CPU (default: '
+                         'auto)')
+    pr.add_argument('--batch-size', type=int, metavar='N',
+                    help="rows per device at prediction (default: the run's prediction batch)")
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../nbs/11_cli.ipynb #b38f44ce
 def _blend_parser(sub):
     "`tpututor blend`: its options"
     b = sub.add_parser('blend', help='blend finished runs on their out-of-fold predictions',
-        description="Runs trained on the same rows and folds (other models, lengths, seeds, backends), blended with non-negative "
-                    "weights summing to 1 that minimise the task's loss of the weighted average of their out-of-fold predictions. "
-                    "The blend's out-of-fold score comes from weights fitted on the other folds; where it is below the best run's, the "
-                    "blend is that run. Writes predictions.csv (and submission.csv), blend.json and summary.json to --out.")
+        description="Runs trained on the same rows and folds (other models, lengths, seeds, backends), blended with "
+                    "non-negative "
+                    "weights summing to 1 that minimise the task's loss of the weighted average of their out-of-fold "
+                    "predictions. "
+                    "The blend's out-of-fold score comes from weights fitted on the other folds; where it is below "
+                    "the best run's, the "
+                    "blend is that run. Writes predictions.csv (and submission.csv), blend.json and summary.json to "
+                    "--out.")
     b.add_argument('runs', nargs='+', metavar='RUN', help='run directories written by tpututor train (or run_kfold)')
     b.add_argument('--out', required=True, help='folder to write the blend to')
-    b.add_argument('--sample-submission', metavar='CSV', help="a competition's sample submission: submission.csv is written in its shape")
-    b.add_argument('--other-texts', action='store_true', help='blend runs that read other texts of the same rows (another column, cleaned text)')
+    b.add_argument('--sample-submission', metavar='CSV',
+                   help="a competition's sample submission: submission.csv is written in its shape")
+    b.add_argument('--other-texts', action='store_true',
+                   help='blend runs that read other texts of the same rows (another column, cleaned text)')
     b.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../nbs/11_cli.ipynb #d2e16561
 def _cache_parser(sub):
     "`tpututor cache`: its options"
     ca = sub.add_parser('cache', help='list or clear the compiled programs kept between runs',
-        description='The folders where JAX and torch_xla keep compiled programs, so that a rerun or a resumed run compiles nothing new.')
-    ca.add_argument('--clear', nargs='?', const='all', metavar='FRAMEWORK', help="delete the programs of FRAMEWORK (e.g. jax, torch_xla), or of all "
+        description='The folders where JAX and torch_xla keep compiled programs, so that a rerun or a resumed run '
+                    'compiles nothing new.')
+    ca.add_argument('--clear', nargs='?', const='all', metavar='FRAMEWORK',
+                    help="delete the programs of FRAMEWORK (e.g. jax, torch_xla), or of all "
                     "with no name: after upgrading a framework, when the disk is short, or to time a cold compile")
-    ca.add_argument('--compile-cache', metavar='DIR', help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
+    ca.add_argument('--compile-cache', metavar='DIR',
+                    help='the cache folder (default: $TPUTUTOR_COMPILE_CACHE, else compile/ in the user cache)')
     ca.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../nbs/11_cli.ipynb #bcccb2b1
 def _plan_parser(sub):
     "`tpututor plan`: its options"
     pl = sub.add_parser('plan', help='will a run fit? the memory per device, before anything compiles',
-        description="The memory one training step needs on each device (weights, gradients, optimizer state, activations), "
-                    "counted from the model's config, against the HBM of a TPU device; the largest batch that fits and a "
-                    "roofline step time. Exit code 2 when it does not fit. (Encoders; the counts are XLA's on a CPU, an upper bound on a TPU.)")
-    pl.add_argument('--model', default='minilm', help="'minilm', a local folder with config.json, or a hub id (default: minilm)")
+        description="The memory one training step needs on each device (weights, gradients, optimizer state, "
+                    "activations), "
+                    "counted from the model's config, against the HBM of a TPU device; the largest batch that fits "
+                    "and a "
+                    "roofline step time. Exit code 2 when it does not fit. (Encoders; the counts are XLA's on a CPU, "
+                    "an upper bound on a TPU.)")
+    pl.add_argument('--model', default='minilm',
+                    help="'minilm', a local folder with config.json, or a hub id (default: minilm)")
     pl.add_argument('--max-len', type=int, default=128, help='tokens per row (default: 128)')
     pl.add_argument('--batch-size', type=int, default=16, help='rows per device (default: 16)')
-    pl.add_argument('--precision', choices=['fp32', 'bf16', 'pure_bf16'], default='bf16', help='variables and activations: '
+    pl.add_argument('--precision', choices=['fp32', 'bf16', 'pure_bf16'],
+                    default='bf16', help='variables and activations: '
                     'fp32, bf16 (float32 variables, bfloat16 activations) or pure_bf16 (default: bf16)')
-    pl.add_argument('--lora', type=int, default=0, metavar='RANK', help='LoRA rank: only low-rank matrices and the head train (default: 0, every weight)')
-    pl.add_argument('--model-parallel', type=int, default=1, metavar='N', help='devices one copy of the weights is sharded over (default: 1)')
-    pl.add_argument('--xla', action='store_true', help="also compile the training step with Keras on JAX for this machine's devices "
-                    "(on a CPU: the virtual TPU) and print XLA's own memory analysis per device (needs the model's checkpoint folder)")
-    pl.add_argument('--devices', type=int, default=8, help='with --xla: JAX devices to split a CPU into (a TPU shows its own) (default: 8)')
-    pl.add_argument('--accelerator', default='v5e-8', help="a TPU of TPU_SPECS: v5e-8 (Kaggle), v5e-1 (Colab), v6e-8, ... (default: v5e-8)")
+    pl.add_argument('--lora', type=int, default=0, metavar='RANK',
+                    help='LoRA rank: only low-rank matrices and the head train (default: 0, every weight)')
+    pl.add_argument('--model-parallel', type=int, default=1, metavar='N',
+                    help='devices one copy of the weights is sharded over (default: 1)')
+    pl.add_argument('--xla', action='store_true',
+                    help="also compile the training step with Keras on JAX for this machine's devices "
+                    "(on a CPU: the virtual TPU) and print XLA's own memory analysis per device (needs the model's "
+                    "checkpoint folder)")
+    pl.add_argument('--devices', type=int, default=8,
+                    help='with --xla: JAX devices to split a CPU into (a TPU shows its own) (default: 8)')
+    pl.add_argument('--accelerator', default='v5e-8',
+                    help="a TPU of TPU_SPECS: v5e-8 (Kaggle), v5e-1 (Colab), v6e-8, ... (default: v5e-8)")
     pl.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../nbs/11_cli.ipynb #03b64ee6
 def parser()->argparse.ArgumentParser:
     "The `tpututor` command's argument parser"
-    p = argparse.ArgumentParser(prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
+    p = argparse.ArgumentParser(
+        prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
     sub = p.add_subparsers(dest='command', required=True)
     for add in (_train_parser, _predict_parser, _blend_parser, _cache_parser, _plan_parser): add(sub)
     return p
@@ -229,9 +288,12 @@ def pick_backend(
     jax_keras = have('jax') and have('keras') and have('keras-hub')
     if tpu:
         if have('torch-tpu'): return 'torch', 'a TPU with TorchTPU: native PyTorch on its chips'
-        if jax_keras: return 'keras', 'a TPU with JAX, Keras and KerasHub: Keras 3 on JAX reaches its chips as installed'
-        if have('torch-xla') or have('torch_xla'): return 'xla', 'a TPU with torch_xla and no KerasHub: PyTorch/XLA reaches its chips'
-        return 'keras', "a TPU: Keras 3 on JAX (tpututor.devices.frameworks.install_missing('keras') adds what is missing)"
+        if jax_keras:
+            return 'keras', 'a TPU with JAX, Keras and KerasHub: Keras 3 on JAX reaches its chips as installed'
+        if have('torch-xla') or have('torch_xla'):
+            return 'xla', 'a TPU with torch_xla and no KerasHub: PyTorch/XLA reaches its chips'
+        return ('keras',
+                "a TPU: Keras 3 on JAX (tpututor.devices.frameworks.install_missing('keras') adds what is missing)")
     if have('torch'): return 'torch', 'no TPU: native PyTorch on the GPU, else the CPU'
     if jax_keras: return 'keras', 'no TPU and no PyTorch: Keras 3 on JAX'
     return 'bow', 'no training framework installed: the bag-of-tokens baseline'
@@ -244,7 +306,8 @@ def read_csv(path, what='--data')->pd.DataFrame:
     if p.is_dir(): raise ValueError(f"{what} {p} is a folder; give a CSV file")
     try: df = pd.read_csv(p)
     except pd.errors.EmptyDataError: raise ValueError(f"{what} file {p} is empty") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as e: raise ValueError(f"{what} file {p} cannot be read as CSV: {e}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as e:
+        raise ValueError(f"{what} file {p} cannot be read as CSV: {e}") from None
     if len(df) == 0: raise ValueError(f"{what} file {p} has a header but no rows")
     return df
 
@@ -252,7 +315,10 @@ def read_csv(path, what='--data')->pd.DataFrame:
 def need_columns(df, cols, path, what='--data'):
     "Check `df` has `cols`"
     missing = [c for c in cols if c not in df.columns]
-    if missing: raise ValueError(f"{what} file {path} has no column(s) {missing}; its columns are {list(df.columns)}. Name the right ones with --text/--label.")
+    if missing:
+        raise ValueError(
+            f"{what} file {path} has no column(s) {missing}; its columns are {list(df.columns)}. Name the right ones "
+            f"with --text/--label.")
 
 # %% ../nbs/11_cli.ipynb #ba86e374
 def texts_of(df, cols, path, what='--data')->list:
@@ -261,8 +327,12 @@ def texts_of(df, cols, path, what='--data')->list:
     for c in cols:
         s = df[c]
         bad = s.index[~s.map(lambda v: isinstance(v, str))].tolist()
-        if bad: raise ValueError(f"{what} file {path}, column {c!r}: {len(bad)} row(s) are missing or not text (rows {bad[:5]}{' ...' if len(bad) > 5 else ''}, "
-                                 f"values {s[bad[:3]].tolist()}). Drop or fill them (e.g. df[{c!r}].fillna('')) and rerun.")
+        if bad:
+            raise ValueError(
+                f"{what} file {path}, column {c!r}: {len(bad)} row(s) are missing or not text (rows "
+                f"{bad[:5]}{' ...' if len(bad) > 5 else ''}, "
+                                     f"values {s[bad[:3]].tolist()}). Drop or fill them (e.g. df[{c!r}].fillna('')) "
+                                     f"and rerun.")
         out.append(s.tolist())
     return out
 
@@ -274,22 +344,31 @@ def labels_of(df, cols, task, path)->tuple:
     lab = df[cols]
     if lab.isna().any().any():
         rows = lab.index[lab.isna().any(axis=1)].tolist()
-        raise ValueError(f"--data file {path}: label column(s) {cols} have missing values in rows {rows[:5]}{' ...' if len(rows) > 5 else ''}. Drop those rows and rerun.")
+        raise ValueError(
+            f"--data file {path}: label column(s) {cols} have missing values in rows "
+            f"{rows[:5]}{' ...' if len(rows) > 5 else ''}. Drop those rows and rerun.")
     if spec.targets == 'classes':
-        if len(cols) != 1: raise ValueError(f"classification takes one label column, got {cols}; use --task multilabel for several")
+        if len(cols) != 1:
+            raise ValueError(f"classification takes one label column, got {cols}; use --task multilabel for several")
         names = sorted(lab[cols[0]].unique().tolist(), key=lambda v: (isinstance(v, str), v))
-        if len(names) < 2: raise ValueError(f"--data file {path}: label column {cols[0]!r} has a single class ({names[0]!r}); there is nothing to learn")
+        if len(names) < 2:
+            raise ValueError(
+                f"--data file {path}: label column {cols[0]!r} has a single class ({names[0]!r}); there is nothing to "
+                f"learn")
         ids = {v: i for i, v in enumerate(names)}
         return lab[cols[0]].map(ids).to_numpy(np.int64), [str(n) for n in names]
     try: return lab.to_numpy(np.float32), None
-    except ValueError: raise ValueError(f"--data file {path}: {task} labels must be numbers; columns {cols} hold {lab.iloc[0].tolist()}") from None
+    except ValueError:
+        raise ValueError(f"--data file {path}: {task} labels must be numbers; columns {cols} hold "
+                         f"{lab.iloc[0].tolist()}") from None
 
 # %% ../nbs/11_cli.ipynb #a09debbc
 def default_data(rows:int=DEFAULT_JOB['rows'], held_out:int=DEFAULT_JOB['held_out'])->tuple:
     "Training and held-out DataFrames from the embedded Rotten Tomatoes snippets"
     from tpututor.data import rotten_tomatoes
     df = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
-    if rows + held_out > len(df): raise ValueError(f"--rows {rows} is too many: the default data has {len(df)} rows and {held_out} are held out")
+    if rows + held_out > len(df):
+        raise ValueError(f"--rows {rows} is too many: the default data has {len(df)} rows and {held_out} are held out")
     df['label'] = df.label.map({1: 'fresh', 0: 'rotten'})   # the critics' own words, as a user's CSV would have them
     test = df.iloc[:held_out].reset_index(drop=True).assign(id=lambda d: np.arange(len(d)))
     return df.iloc[held_out:held_out + rows].reset_index(drop=True), test
@@ -303,7 +382,8 @@ def _inputs(tok, cols, cfg):
     return encode(tok, cols[0], cols[1], max_len=cfg.max_len)
 
 # %% ../nbs/11_cli.ipynb #ad3f5cbf
-def _as_texts(cols:list): return cols[0] if len(cols) == 1 else tuple(cols)   # one text column, or a pair, as `run_kfold` takes texts
+def _as_texts(cols:list):
+    return cols[0] if len(cols) == 1 else tuple(cols)   # one text column, or a pair, as `run_kfold` takes texts
 
 # %% ../nbs/11_cli.ipynb #71b1cedf
 def _ids(df, id_col): return df[id_col].tolist() if id_col in df.columns else list(range(len(df)))
@@ -318,10 +398,12 @@ def write_predictions(
     id_col:str='id',    # id column of `df`
     sample=None,        # a sample submission: write in its shape instead
 )->Path:
-    "Predictions in the user's terms (class names and a probability column per class, or named targets), or a sample's shape"
+    """Predictions in the user's terms (class names and a probability column per class, or named targets), or a
+    sample's shape"""
     ids = _ids(df, id_col)
     table = (submission(pred, ids, sample, task, cli.get('classes')) if sample is not None else
-             predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id', cli['label'], cli.get('classes')))
+             predictions_table(task, pred, ids, id_col if id_col in df.columns else 'id',
+                               cli['label'], cli.get('classes')))
     return write_csv(table, path)
 
 # %% ../nbs/11_cli.ipynb #b4849c44
@@ -343,7 +425,8 @@ def _bf16_gpu()->bool|str: # True, or why fp32
     except Exception: return True   # no torch to ask: the backend's framework says so when it cannot
 
 def _bf16_cpu(backend:str)->bool|str: # True, or why fp32
-    "Does a CPU run of `backend` gain from bfloat16? The torch backend on a CPU with bfloat16 instructions does (bench/bench_defaults.py)"
+    """Does a CPU run of `backend` gain from bfloat16? The torch backend on a CPU with bfloat16 instructions does
+    (bench/bench_defaults.py)"""
     if backend != 'torch': return f'bfloat16 is measured faster on a CPU with the torch backend only, not {backend}'
     try: flags = set(Path('/proc/cpuinfo').read_text().split())
     except OSError: flags = set()   # not Linux: not known
@@ -351,7 +434,8 @@ def _bf16_cpu(backend:str)->bool|str: # True, or why fp32
 
 # %% ../nbs/11_cli.ipynb #8c474ea4
 def start_backend(args): # the backend named by --backend, its devices started
-    "The `--backend` backend; for keras, JAX started first: the virtual TPU's devices, and the hosts of a multi-host run joined"
+    """The `--backend` backend; for keras, JAX started first: the virtual TPU's devices, and the hosts of a
+    multi-host run joined"""
     if args.backend == 'keras':
         from tpututor.devices.jax import virtual_jax, init_multihost
         virtual_jax(args.devices, start=False)   # a CPU split into --devices; a TPU or GPU shows its own devices
@@ -359,7 +443,8 @@ def start_backend(args): # the backend named by --backend, its devices started
         virtual_jax(args.devices)
         if args.coordinator: print(f"if a host stops, the others stop within {args.heartbeat}s ('heartbeat timeout'); "
                                    "run the same command on every host again to resume from the finished folds")
-    elif args.coordinator: raise ValueError(f"--coordinator joins the hosts of a keras (JAX) run; backend {args.backend} runs on one host")
+    elif args.coordinator:
+        raise ValueError(f"--coordinator joins the hosts of a keras (JAX) run; backend {args.backend} runs on one host")
     backend = get_backend(args.backend)
     if _describe(backend): print(f"backend {args.backend}: {_describe(backend)}")
     return backend
@@ -369,7 +454,8 @@ def load_data(args)->tuple: # (training rows, test rows or None, the data's name
     "The training and test CSVs of `tpututor train`, or the embedded default's rows"
     if args.data:
         df = read_csv(args.data)
-        return df.iloc[:args.rows] if args.rows else df, read_csv(args.test, '--test') if args.test else None, args.data, False
+        return df.iloc[:args.rows] if args.rows else df, read_csv(args.test,
+                                                                  '--test') if args.test else None, args.data, False
     if args.test: raise ValueError('--test needs --data (the default job has its own held-out rows)')
     df, test_df = default_data(args.rows or DEFAULT_JOB['rows'], DEFAULT_JOB['held_out'])
     return df, test_df, f'Rotten Tomatoes (embedded), {len(df)} training rows, {len(test_df)} held out', True
@@ -392,12 +478,18 @@ class Job:
 
 # %% ../nbs/11_cli.ipynb #aa68873f
 def read_job(args)->Job:
-    "The run `args` asks for, read and checked: columns, texts, labels, the config, folds, the model and the backend's options"
+    """The run `args` asks for, read and checked: columns, texts, labels, the config, folds, the model and the
+    backend's options"""
     df, test_df, name, embedded = load_data(args)
     spec, where = get_task(args.task or TrainConfig.task), args.data or 'default'
     by_text = args.group == 'text' and 'text' not in df.columns   # --group text: the texts themselves
-    need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group and not by_text else []), where)
-    if spec.pair and len(args.text) != 2: raise ValueError(f"task {spec.name} needs two --text columns ({'more less' if spec.name == 'ranking' else 'question answer'})")
+    need_columns(
+        df,
+        list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group and not by_text else []), where)
+    if spec.pair and len(args.text) != 2:
+        raise ValueError(
+            f"task {spec.name} needs two --text columns "
+            f"({'more less' if spec.name == 'ranking' else 'question answer'})")
     y, names = labels_of(df, args.label, spec.name, where)
     n_out = len(names) if spec.targets == 'classes' else 1 if spec.targets is None else len(args.label)
     cli = {'text': args.text, 'label': args.label, 'classes': names, 'backend': args.backend,
@@ -410,31 +502,45 @@ def read_job(args)->Job:
         job.test_texts = texts_of(test_df, cli['test_text'], args.test or 'default', '--test')
     if args.sample_submission:
         job.sample = read_csv(args.sample_submission, '--sample-submission')
-        submission(np.full((1, n_out), 1 / n_out, np.float32), [0], job.sample, spec.name, names)   # does it fit? before any work
+        # does it fit? before any work
+        submission(np.full((1, n_out), 1 / n_out, np.float32), [0], job.sample, spec.name, names)
     check_run(job.cfg, args.backend)   # a missing model, a family this backend cannot run, no hub, options it ignores
-    make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, job.groups, args.fold_kind, job.cfg.seed)  # can folds be made?
+    # can folds be made?
+    make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, job.groups, args.fold_kind, job.cfg.seed)
     return job
 
 # %% ../nbs/11_cli.ipynb #2b6cd2dd
-def fit_batch(job:Job, backend)->TrainConfig: # the run's config, with the speed options and the batch it trains with on `backend`
-    "The run's speed options for this backend's device where none was given (logged), its batch on the devices (a CPU's and the embedded job's is global), refused when a fold has fewer rows than one step"
+def fit_batch(job:Job,
+              # the run's config, with the speed options and the batch it trains with on `backend`
+              backend)->TrainConfig:
+    """The run's speed options for this backend's device where none was given (logged), its batch on the devices (a
+    CPU's and the embedded job's is global), refused when a fold has fewer rows than one step"""
     cfg, args = job.cfg, job.args
     dev = device_class(backend)
     if args.backend != 'bow':   # the baseline has no batches, shapes or precision
-        given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (not args.data and k in DEFAULT_JOB)}
+        given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (
+            not args.data and k in DEFAULT_JOB)}
         name = getattr(backend, 'name', args.backend)
-        chosen, line = speed_defaults(given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(name) if dev == 'cpu' else True)
-        if 'batch_size' in chosen and dev == 'cpu':   # a CPU's devices are slices of the same cores: the rows per step stay the same
+        chosen, line = speed_defaults(
+            given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(name) if dev == 'cpu' else True)
+        # a CPU's devices are slices of the same cores: the rows per step stay the same
+        if 'batch_size' in chosen and dev == 'cpu':
             chosen['batch_size'] = max(1, chosen['batch_size'] * cfg.model_parallel // backend.replicas())
         cfg = cfg.replace(**chosen)
         if line: print(line)
-    if not args.data and args.batch_size is None:   # the embedded job's batch is global: the same rows per step on 1 device or 8
+    # the embedded job's batch is global: the same rows per step on 1 device or 8
+    if not args.data and args.batch_size is None:
         cfg = cfg.replace(batch_size=max(1, DEFAULT_JOB['batch_size'] * cfg.model_parallel // backend.replicas()))
     fold_rows = len(job.df) - -(-len(job.df) // args.folds)   # training rows of the smallest fold
-    reps = backend.replicas() // cfg.model_parallel           # data-parallel replicas: the devices one copy of the weights spans
-    if cfg.model_parallel > 1: print(f"mesh {reps} batch x {cfg.model_parallel} model: {reps} copies of the weights, each sharded over {cfg.model_parallel} devices")
+    # data-parallel replicas: the devices one copy of the weights spans
+    reps = backend.replicas() // cfg.model_parallel
+    if cfg.model_parallel > 1:
+        print(
+            f"mesh {reps} batch x {cfg.model_parallel} model: {reps} copies of the weights, each sharded over "
+            f"{cfg.model_parallel} devices")
     if cfg.batch_size * reps > fold_rows:
-        raise ValueError(f"--batch-size {cfg.batch_size} x {reps} replicas = {cfg.batch_size * reps} rows per step, more than the "
+        raise ValueError(
+            f"--batch-size {cfg.batch_size} x {reps} replicas = {cfg.batch_size * reps} rows per step, more than the "
                          f"{fold_rows} training rows of a fold: lower --batch-size or use more data")
     return cfg
 
@@ -445,21 +551,28 @@ def held_out(job:Job, pred)->dict|None: # the task's metrics, or None when the t
     if spec.targets is None or not all(c in job.test_df.columns for c in args.label): return None
     ty, _ = labels_of(job.test_df, args.label, spec.name, args.test or 'default')
     names = job.cli['classes']
-    if spec.targets == 'classes': ty = np.array([names.index(str(v)) if str(v) in names else -1 for v in job.test_df[args.label[0]]])
+    if spec.targets == 'classes':
+        ty = np.array([names.index(str(v)) if str(v) in names else -1 for v in job.test_df[args.label[0]]])
     return score(job.cfg.task, ty, pred)
 
 # %% ../nbs/11_cli.ipynb #c8aba08b
 def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what summary.json holds
-    "The run's summary: out-of-fold and fold scores, compiles, the files written and the held-out score; written and printed"
+    """The run's summary: out-of-fold and fold scores, compiles, the files written and the held-out score; written
+    and printed"""
     out, args = Path(job.args.out), job.args
     write_json(out/'cli.json', job.cli)
-    s = {'data': job.data_name, 'model': cfg.model, 'backend': args.backend, 'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
+    s = {'data': job.data_name, 'model': cfg.model, 'backend': args.backend,
+         'devices': _describe(backend), 'folds': args.folds, 'oof': res.score,
          'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
     if any('compiles' in f for f in res.fold_scores): s['compiles'] = compile_summary(res.fold_scores)
-    if res.leak: s['leak'] = {k: v for k, v in res.leak.items() if k != 'leaked'}   # texts in more than one fold: the score it inflates
+    # texts in more than one fold: the score it inflates
+    if res.leak: s['leak'] = {k: v for k, v in res.leak.items() if k != 'leaked'}
     if res.test is not None:
-        s['written'] = [str(write_predictions(out/'predictions.csv', cfg.task, res.test, job.test_df, job.cli, args.id))]
-        if job.sample is not None: s['written'].append(str(write_predictions(out/'submission.csv', cfg.task, res.test, job.test_df, job.cli, args.id, job.sample)))
+        s['written'] = [
+            str(write_predictions(out/'predictions.csv', cfg.task, res.test, job.test_df, job.cli, args.id))]
+        if job.sample is not None:
+            s['written'].append(str(
+                write_predictions(out/'submission.csv', cfg.task, res.test, job.test_df, job.cli, args.id, job.sample)))
         if (h := held_out(job, res.test)) is not None: s['held_out'] = h
     s['seconds'] = round(time.time() - t0, 1)
     write_json(out/'summary.json', s)
@@ -474,13 +587,15 @@ def train(args)->dict:
     if args.backend == 'auto':
         args.backend, why = pick_backend()
         print(f"backend {args.backend} ({why}; --backend names another)")
-    if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache   # every framework's cache reads it
+    # every framework's cache reads it
+    if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache
     job = read_job(args)
     backend = start_backend(args)
     cfg = fit_batch(job, backend)
     tok = load_tokenizer(cfg.model)
     test_in = _inputs(tok, job.test_texts, cfg) if job.test_texts else None
-    res = run_kfold(backend, cfg, _inputs(tok, job.texts, cfg), job.y, test=test_in, folds=args.folds, fold_kind=args.fold_kind,
+    res = run_kfold(backend, cfg, _inputs(tok, job.texts, cfg), job.y,
+                    test=test_in, folds=args.folds, fold_kind=args.fold_kind,
                     groups=job.groups, out=args.out, overwrite=args.overwrite, texts=_as_texts(job.texts),
                     test_texts=_as_texts(job.test_texts) if job.test_texts else None, classes=job.cli['classes'],
                     ids=job.df[args.id].tolist() if args.id in job.df.columns else None)
@@ -493,27 +608,35 @@ def train(args)->dict:
 def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_hits, after_first_fold, after_seconds
     "What the run compiled in its first fold and in all later folds (whose goal is 0), from the folds' records"
     first, rest = folds[0], folds[1:]
-    return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'), first_cache_hits=first.get('cache_hits'),
-                after_first_fold=sum(f.get('compiles') or 0 for f in rest), after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
+    return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'),
+                first_cache_hits=first.get('cache_hits'),
+                after_first_fold=sum(f.get('compiles') or 0 for f in rest),
+                after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
 
 # %% ../nbs/11_cli.ipynb #7b9ede02
 def leak_line(leak:dict, key:str)->str:
     "The summary's line about rows whose text is also in another fold"
     clean = leak.get('oof_without_leaked', {}).get(key)
     return (f"leak: {leak['rows']:,} rows ({leak['share']:.1%}) share their text with a row in another fold"
-            + (f"; out-of-fold {key} of the other rows: {clean:.4f}" if clean is not None else '') + ": use --group text, or --group COLUMN")
+            + (f"; out-of-fold {key} of the other rows: {clean:.4f}" if clean is not None else '') + ": use --group "
+                                                                                                     "text, or --group COLUMN")
 
 # %% ../nbs/11_cli.ipynb #63ced43e
 def print_summary(s:dict, task:str):
     "The table printed at the end of a run"
     key = MAIN_METRIC[task]
-    rows = pd.DataFrame(s['fold_scores']).set_index('fold').drop(columns=list(COMPILE_KEYS), errors='ignore')   # compiles: a line of their own
-    print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
+    # compiles: a line of their own
+    rows = pd.DataFrame(s['fold_scores']).set_index('fold').drop(columns=list(COMPILE_KEYS), errors='ignore')
+    print(
+        f"\n== {s['data']} | model {s['model']} | backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
     print(rows.round(4).to_string())
-    print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
+    print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(
+        f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
     if 'leak' in s: print(leak_line(s['leak'], key))
-    if 'held_out' in s: print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
+    if 'held_out' in s:
+        print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(
+            f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
     speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
     if len(speed):
         mean = lambda k: rows[k].dropna().mean() if k in rows and rows[k].notna().any() else None
@@ -529,11 +652,14 @@ def print_summary(s:dict, task:str):
 
 # %% ../nbs/11_cli.ipynb #60ecfe9b
 def predict(args)->pd.DataFrame:
-    "Run `tpututor predict`: every fold's saved model on a CSV, averaged (several runs: with a blend's weights), in the user's terms or a sample submission's shape"
+    """Run `tpututor predict`: every fold's saved model on a CSV, averaged (several runs: with a blend's weights), in
+    the user's terms or a sample submission's shape"""
     from tpututor.kfold import predict_run, fold_weights
     from tpututor.blend import predict_blend, blend_weights
     runs = [Path(r) for r in args.run]
-    if len(runs) > 1 and not args.weights: raise ValueError(f"{len(runs)} runs given: predict one, or give --weights BLEND_JSON (tpututor blend) to blend them")
+    if len(runs) > 1 and not args.weights:
+        raise ValueError(
+            f"{len(runs)} runs given: predict one, or give --weights BLEND_JSON (tpututor blend) to blend them")
     for r in runs: fold_weights(r)   # run directories, every fold finished: checked before the CSV is read
     if args.weights: blend_weights(args.weights, runs)
     run, cli = runs[0], read_json(runs[0]/'cli.json') if (runs[0]/'cli.json').exists() else {}
@@ -543,7 +669,8 @@ def predict(args)->pd.DataFrame:
     texts = _as_texts(texts_of(df, cols, args.test, '--test'))
     sample = read_csv(args.sample_submission, '--sample-submission') if args.sample_submission else None
     rc = read_json(run/'run.json')['config']; task, n = rc['task'], rc['n_outputs']
-    if sample is not None: submission(np.full((1, n), 1 / n, np.float32), [0], sample, task, cli.get('classes'))   # does it fit? before any work
+    # does it fit? before any work
+    if sample is not None: submission(np.full((1, n), 1 / n, np.float32), [0], sample, task, cli.get('classes'))
     kw = dict(base=args.base, precision=args.precision, batch_size=args.batch_size)
     pred = predict_blend(runs, args.weights, texts, **kw) if args.weights else predict_run(run, texts, **kw)
     dest = Path(args.output or (Path(args.weights).parent if args.weights else run)/'predict.csv')
@@ -554,7 +681,8 @@ def predict(args)->pd.DataFrame:
 
 # %% ../nbs/11_cli.ipynb #f6b1d414
 def blend(args)->dict: # the blend's summary.json
-    "Run `tpututor blend`: check the runs, fit the weights, print each run's and the blend's out-of-fold metrics, write the blend"
+    """Run `tpututor blend`: check the runs, fit the weights, print each run's and the blend's out-of-fold metrics,
+    write the blend"""
     from tpututor.blend import blend_runs, blend_table, read_run
     sample = read_csv(args.sample_submission, '--sample-submission') if args.sample_submission else None
     res = blend_runs(args.runs, args.out, sample, args.other_texts)
@@ -566,7 +694,8 @@ def blend(args)->dict: # the blend's summary.json
     return s
 
 # %% ../nbs/11_cli.ipynb #8a57767f
-USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError, ModuleNotFoundError, NotImplementedError, MemoryError)
+USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError,
+               ModuleNotFoundError, NotImplementedError, MemoryError)
 
 def main(argv=None)->int:
     "Entry point of the `tpututor` command"
@@ -605,11 +734,13 @@ def cache(args)->list: # the folders listed (after clearing, when --clear was gi
 
 # %% ../nbs/11_cli.ipynb #e2c4c283
 def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compiled for)
-    "XLA's own count for `tpututor plan --xla`: the Keras training step compiled on this machine's JAX devices, nothing run"
+    """XLA's own count for `tpututor plan --xla`: the Keras training step compiled on this machine's JAX devices,
+    nothing run"""
     from tpututor.devices.jax import virtual_jax, import_keras
     virtual_jax(args.devices); import_keras()
     from tpututor.backends.keras import xla_step_memory
-    cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision, lora=args.lora, model_parallel=args.model_parallel)
+    cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision,
+                      lora=args.lora, model_parallel=args.model_parallel)
     return xla_step_memory(cfg, args.batch_size, args.max_len)
 
 # %% ../nbs/11_cli.ipynb #8d97b60e
@@ -622,7 +753,9 @@ def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel)
     hbm = hbm_bytes(args.accelerator)
     gb = lambda b: f'{b / 1e9:8.2f} GB'
-    print(f"{args.model}: {p['params']:,} weights ({p['trainable']:,} trained), {args.batch_size} rows x {args.max_len} tokens "
+    print(
+        f"{args.model}: {p['params']:,} weights ({p['trainable']:,} trained), {args.batch_size} rows x {args.max_len} "
+        f"tokens "
           f"per device, {args.precision}" + (f", LoRA rank {args.lora}" if args.lora else '')
           + (f", weights over {args.model_parallel} devices" if args.model_parallel > 1 else ''))
     for k in ('weights', 'gradients', 'optimizer', 'activations', 'total'): print(f"  {k:12} {gb(p[k])}")
@@ -631,5 +764,7 @@ def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
           f"a step takes at least {t['step'] * 1e3:.1f} ms ({t['bound']}-bound)")
     if args.xla:
         x, where = _xla_total(args)
-        print(f"  XLA's analysis of the compiled step on {where}: {gb(x)} per device (plan / XLA: {p['total'] / x:.2f})")
-    return check_fits(config, args.max_len, args.batch_size, args.accelerator, args.precision, args.lora, args.model_parallel)
+        print(
+            f"  XLA's analysis of the compiled step on {where}: {gb(x)} per device (plan / XLA: {p['total'] / x:.2f})")
+    return check_fits(config, args.max_len, args.batch_size, args.accelerator,
+                      args.precision, args.lora, args.model_parallel)

@@ -31,7 +31,9 @@ class TrainConfig:
     n_outputs:int=2             # classes (classification) or targets (multilabel, regression, siamese); 1 for ranking
     max_len:int=128             # tokens per text (the longest bucket when buckets > 0)
     buckets:int=0               # 0: every batch padded to max_len; N: N length buckets (N compiled shapes)
-    bucket_lengths:tuple|None=None # the buckets' lengths when fixed for a whole run (`run_kfold` sets them from every row); None: chosen from each fit's rows
+    # the buckets' lengths when fixed for a whole run (`run_kfold` sets them from every row); None: chosen from each
+    # fit's rows
+    bucket_lengths:tuple|None=None
     batch_size:int=32           # per replica; global batch = batch_size x replicas
     epochs:int=2                # passes over the training data
     lr:float=5e-5               # peak learning rate (AdamW)
@@ -40,15 +42,20 @@ class TrainConfig:
     warmup:float=0.1            # fraction of steps warming the learning rate up from 0, then linear decay to 0
     grad_clip:float=1.0         # clip the global gradient norm to this (0: off)
     grad_accum:int=1            # micro-batches per optimizer step
-    precision:str='fp32'        # fp32, bf16 (mixed: float32 weights, bfloat16 compute), pure_bf16 (bfloat16 weights too: half the memory; keras) or fp16 (GPU, with loss scaling)
-    steps_per_execution:int|None=None # Keras: steps run per call into the device; None: `TPU_STEPS_PER_EXECUTION` on a TPU, 1 elsewhere
+    # fp32, bf16 (mixed: float32 weights, bfloat16 compute), pure_bf16 (bfloat16 weights too: half the memory; keras) or
+    # fp16 (GPU, with loss scaling)
+    precision:str='fp32'
+    # Keras: steps run per call into the device; None: `TPU_STEPS_PER_EXECUTION` on a TPU, 1 elsewhere
+    steps_per_execution:int|None=None
     patience:int=0              # early stopping: epochs without a better validation loss (0: off)
     margin:float=0.5            # ranking: margin of the pairwise loss
     dropout:float|None=None     # override the model's dropout (None: keep)
     seed:int=42                 # seeds the head's weights, shuffling and folds
     eval_batch_size:int|None=None # per replica at prediction (None: 2 x batch_size)
-    lora:int=0                  # LoRA rank: only low-rank adapters on the attention's query and value, and the head, train (0: every weight; keras)
-    model_parallel:int=1        # devices one copy of the weights is sharded over: a (data x model) mesh (1: data parallel only; keras on JAX)
+    # LoRA rank: only low-rank adapters on the attention's query and value, and the head, train (0: every weight; keras)
+    lora:int=0
+    # devices one copy of the weights is sharded over: a (data x model) mesh (1: data parallel only; keras on JAX)
+    model_parallel:int=1
 
     def __post_init__(self): check_fields(self)   # every field checked when built
 
@@ -82,14 +89,19 @@ def check_fields(
     need(self.precision in PRECISIONS, f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
     spec.check_outputs(self.n_outputs)
     spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
-    for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum', 'patience', 'seed', 'lora', 'model_parallel') + spe:
-        need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool), f"{name}={getattr(self, name)!r} must be an integer")
-    need(self.max_len >= 8, f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
+    for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum',
+                 'patience', 'seed', 'lora', 'model_parallel') + spe:
+        need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool),
+             f"{name}={getattr(self, name)!r} must be an integer")
+    need(self.max_len >= 8,
+         f"max_len={self.max_len} is too small: use at least 8 (in practice a multiple of 8, e.g. 128)")
     need(self.buckets >= 0, f"buckets={self.buckets} must be 0 (fixed length) or a positive number of buckets")
     if self.bucket_lengths is not None:
         L = self.bucket_lengths
-        need(isinstance(L, (tuple, list)) and len(L) > 0 and all(isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
-             and list(L) == sorted(set(L)), f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
+        need(isinstance(L, (tuple, list)) and len(L) > 0 and all(
+            isinstance(l, int) and not isinstance(l, bool) and 1 <= l <= self.max_len for l in L)
+             and list(L) == sorted(set(L)),
+             f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
         object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
     for name in ('batch_size', 'epochs', 'grad_accum', 'model_parallel') + spe:
         need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
@@ -98,11 +110,13 @@ def check_fields(
     need(self.grad_clip >= 0, f"grad_clip={self.grad_clip} must be >= 0 (0 turns clipping off)")
     need(self.patience >= 0, f"patience={self.patience} must be >= 0 (0 turns early stopping off)")
     need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
-    need(self.eval_batch_size is None or self.eval_batch_size >= 1, f"eval_batch_size={self.eval_batch_size} must be >= 1")
+    need(self.eval_batch_size is None or self.eval_batch_size >= 1,
+         f"eval_batch_size={self.eval_batch_size} must be >= 1")
     need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
 
 # %% ../nbs/04_config.ipynb #79e0440f
-KERAS_ONLY = dict(lora=0, model_parallel=1)   # fields only the keras backend acts on, with the value that turns each off
+# fields only the keras backend acts on, with the value that turns each off
+KERAS_ONLY = dict(lora=0, model_parallel=1)
 
 def check_options(
     cfg:TrainConfig,   # the run's config
@@ -112,7 +126,8 @@ def check_options(
     bad = [f"{k}={getattr(cfg, k)}" for k, off in KERAS_ONLY.items() if getattr(cfg, k) != off]
     bad += ["precision='pure_bf16'"] if cfg.precision == 'pure_bf16' else []
     if bad and backend != 'keras':
-        raise ValueError(f"{' and '.join(bad)} act in the keras backend only (KerasHub's LoRA, Keras' data x model mesh, "
+        raise ValueError(
+            f"{' and '.join(bad)} act in the keras backend only (KerasHub's LoRA, Keras' data x model mesh, "
                          f"bfloat16 weights), not in {backend!r}: use backend 'keras', or leave them out")
 
 # %% ../nbs/04_config.ipynb #b71edc00
@@ -122,13 +137,16 @@ def check_run(
     devices:int|None=None,  # devices over every process (None: not known yet; the mesh is checked when they are)
     processes:int=1,        # processes of a multi-host run
 )->Checkpoint:              # the run's model, resolved
-    "Everything a run cannot do, refused once before any work: a family the backend cannot run, options it ignores, a model axis across hosts"
+    """Everything a run cannot do, refused once before any work: a family the backend cannot run, options it ignores,
+    a model axis across hosts"""
     ck = checkpoint(cfg.model).check(backend)
     check_options(cfg, backend)
     if devices and cfg.model_parallel > 1 and devices // cfg.model_parallel < processes:
         raise ValueError(f"model_parallel={cfg.model_parallel} over {devices} devices in {processes} processes leaves "
-                         f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy would span hosts, "
-                         f"which is not supported yet. Use model_parallel <= {max(1, devices // processes)} (the devices of one host).")
+                         f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy "
+                         f"would span hosts, "
+                         f"which is not supported yet. Use model_parallel <= {max(1, devices // processes)} (the "
+                         f"devices of one host).")
     return ck
 
 # %% ../nbs/04_config.ipynb #b5d651f8
@@ -179,7 +197,9 @@ def features(
         if len(data) != 2: raise ValueError(f"a pair input must be (Encoded, Encoded), got {len(data)} items")
         n_rows(data)
         return {**features(data[0], fields), **{k + '_b': v for k, v in features(data[1], fields).items()}}
-    if not isinstance(data, Encoded): raise TypeError(f"expected an Encoded (from tpututor.encoding.encode) or a pair of them, got {type(data).__name__}")
+    if not isinstance(data, Encoded):
+        raise TypeError(
+            f"expected an Encoded (from tpututor.encoding.encode) or a pair of them, got {type(data).__name__}")
     out = {}
     for f in fields:
         v = getattr(data, f)
@@ -196,22 +216,27 @@ def check_inputs(
     pair = isinstance(data, tuple)
     scores = cfg.spec.head == 'scores'   # trained on pairs, scores one text at a time: predicts single texts too
     if cfg.pair and not pair and not (scores and what == 'predict'):
-        raise TypeError(f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if scores else 'question, answer'}) "
+        raise TypeError(
+            f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if scores else 'question, answer'}) "
                         "as a tuple of two Encoded, e.g. (encode(tok, a), encode(tok, b))")
     if pair and not cfg.pair:
-        raise TypeError(f"task {cfg.task!r} takes one text per row, got a pair; for a text pair in one sequence use encode(tok, texts, pairs)")
+        raise TypeError(
+            f"task {cfg.task!r} takes one text per row, got a pair; for a text pair in one sequence use encode(tok, "
+            f"texts, pairs)")
     n = n_rows(data)
     if n == 0: raise ValueError(f"no {what} rows")
     return n
 
 # %% ../nbs/04_config.ipynb #528c1a7a
-TPU_STEPS_PER_EXECUTION = 32   # steps per call into a TPU when `steps_per_execution` is None (the Keras TPU guides use 32 and up)
+# steps per call into a TPU when `steps_per_execution` is None (the Keras TPU guides use 32 and up)
+TPU_STEPS_PER_EXECUTION = 32
 
 def length_plan(
     cfg:TrainConfig,   # `buckets` and `bucket_lengths`
     data:Inputs,       # the rows to pad
 )->list:               # sorted lengths; every row fits the last
-    "The lengths `data` is padded to: `cfg.bucket_lengths` (plus the arrays' width for a longer row), N chosen for these rows, or the width"
+    """The lengths `data` is padded to: `cfg.bucket_lengths` (plus the arrays' width for a longer row), N chosen for
+    these rows, or the width"""
     w, lengths = width(data), row_lengths(data)
     if cfg.bucket_lengths:
         L = [l for l in cfg.bucket_lengths if l <= w]
@@ -230,11 +255,13 @@ def steps_per_call(
 
 # %% ../nbs/04_config.ipynb #07d56c46
 def row_flops(cfg, data:Inputs, dims:dict)->float:
-    "Mean training FLOPs of one row at the padded length `length_plan` gives it (both texts of a pair); None when `dims` is"
+    """Mean training FLOPs of one row at the padded length `length_plan` gives it (both texts of a pair); None when
+    `dims` is"""
     if dims is None: return None
     lengths, buckets = row_lengths(data), length_plan(cfg, data)
     padded = np.asarray(buckets)[assign_buckets(lengths, buckets)]
-    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))   # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
+    # per-pass work (DeBERTa's relative embeddings) shared by a replica's batch
+    return float(np.mean([train_flops(dims, (2 if cfg.pair else 1) * L, L, passes=1 / cfg.batch_size) for L in padded]))
 
 # %% ../nbs/04_config.ipynb #5161e9ea
 def lr_at(

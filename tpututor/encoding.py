@@ -19,7 +19,8 @@ __all__ = ['load_tokenizer', 'append_eos', 'model_convention', 'Encoded', 'encod
 
 # %% ../nbs/03_encoding.ipynb #7e65e2db
 def load_tokenizer(
-    tok, # a model name/folder ('minilm', 'roberta-base', a path), a `tokenizers.Tokenizer`, or a transformers fast tokenizer
+    # a model name/folder ('minilm', 'roberta-base', a path), a `tokenizers.Tokenizer`, or a transformers fast tokenizer
+    tok,
 ):       # a private copy, as a `tokenizers.Tokenizer`
     "Get a `tokenizers.Tokenizer` copy from a name, a folder, or a tokenizer object"
     from tokenizers import Tokenizer
@@ -28,28 +29,39 @@ def load_tokenizer(
     if isinstance(tok, (str, Path)):
         from tpututor.models.hub import resolve_model
         name = resolve_model(tok)
-        if (Path(name)/'tokenizer.json').exists(): return model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
+        if (Path(name)/'tokenizer.json').exists():
+            return model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
         from transformers import AutoTokenizer  # hub ids and folders with only a slow tokenizer's files
         return model_convention(load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True)), name)
-    raise TypeError(f"Expected a model name or folder, a tokenizers.Tokenizer or a transformers fast tokenizer; got {type(tok).__name__}")
+    raise TypeError(
+        f"Expected a model name or folder, a tokenizers.Tokenizer or a transformers fast tokenizer; got "
+        f"{type(tok).__name__}")
 
 # %% ../nbs/03_encoding.ipynb #17bfa1b8
 def append_eos(
     tok,          # a `tokenizers.Tokenizer` (changed in place)
     eos_id:int,   # the id of the model's end-of-sequence token
 ):                # `tok`
-    "Put `eos_id` after every text (and after both texts of a pair), unless `tok`'s post-processor already ends a text with it"
+    """Put `eos_id` after every text (and after both texts of a pair), unless `tok`'s post-processor already ends a
+    text with it"""
     from tokenizers import processors
-    if eos_id is None: raise ValueError("this decoder's config.json has no eos_token_id: set one, e.g. config.eos_token_id = tokenizer.eos_token_id")
+    if eos_id is None:
+        raise ValueError(
+            "this decoder's config.json has no eos_token_id: set one, e.g. config.eos_token_id = tokenizer.eos_token_id")
     if tok.encode('a').ids[-1:] == [eos_id]: return tok
     eos = tok.id_to_token(eos_id)
-    if eos is None: raise ValueError(f"eos_token_id={eos_id} is not in the tokenizer's vocabulary of {tok.get_vocab_size()}: the config and tokenizer differ")
+    if eos is None:
+        raise ValueError(
+            f"eos_token_id={eos_id} is not in the tokenizer's vocabulary of {tok.get_vocab_size()}: the config and "
+            f"tokenizer differ")
     e = tok.encode('a')   # the special tokens its post-processor puts around a text (Gemma's and Llama's BOS), kept
     real = [i for i, s in enumerate(e.special_tokens_mask) if not s]
     pre, post = e.tokens[:real[0]], e.tokens[real[-1] + 1:]
     single = pre + ['$A'] + post + [eos]
-    tok.post_processor = processors.TemplateProcessing(single=' '.join(single), pair=' '.join(single + ['$B:1', f'{eos}:1']),
-                                                       special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(pre + post + [eos])])
+    tok.post_processor = processors.TemplateProcessing(
+        single=' '.join(single), pair=' '.join(single + ['$B:1', f'{eos}:1']),
+                                                       special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(
+                                                           pre + post + [eos])])
     return tok
 
 # %% ../nbs/03_encoding.ipynb #13359ff1
@@ -59,7 +71,8 @@ def model_convention(
 ):            # `tok`, with EOS appended when the model is a decoder LLM
     "A tokenizer as its model's classifier reads text: a decoder's texts end in EOS; an encoder's tokenizer unchanged"
     from tpututor.models.checkpoint import checkpoint
-    try: ck = checkpoint(folder)   # a folder's config.json, or a hub id's (from the cache, else the hub): read once per run
+    # a folder's config.json, or a hub id's (from the cache, else the hub): read once per run
+    try: ck = checkpoint(folder)
     except (OSError, ValueError): return tok   # no config beside the tokenizer: nothing says it is a decoder's
     if not ck.decoder: return tok
     eos = ck.config.get('eos_token_id')
@@ -68,7 +81,8 @@ def model_convention(
 # %% ../nbs/03_encoding.ipynb #e925f781
 def _as_texts(texts, what='texts')->list:
     "`texts` as a list of str, or a ValueError naming the rows that are not strings"
-    if isinstance(texts, str): raise TypeError(f"{what} must be a list of strings, not a single string: wrap it as [text]")
+    if isinstance(texts, str):
+        raise TypeError(f"{what} must be a list of strings, not a single string: wrap it as [text]")
     try: lst = texts.tolist() if hasattr(texts, 'tolist') else list(texts)
     except TypeError: raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}") from None
     if not lst: raise ValueError(f"{what} is empty: nothing to tokenize")
@@ -76,7 +90,8 @@ def _as_texts(texts, what='texts')->list:
     if bad:
         index = list(texts.index) if hasattr(texts, 'index') and not callable(texts.index) else range(len(lst))
         show = ', '.join(f'row {index[i]!r}: {lst[i]!r}' for i in bad[:5])
-        raise ValueError(f"{what} has {len(bad)} value(s) that are not strings ({show}{', ...' if len(bad) > 5 else ''}). "
+        raise ValueError(
+            f"{what} has {len(bad)} value(s) that are not strings ({show}{', ...' if len(bad) > 5 else ''}). "
                          "Drop or fill them first, e.g. df = df.dropna(subset=[column]) or df[column].fillna('').")
     return lst
 
@@ -105,7 +120,9 @@ class Encoded:
             raise ValueError(f"cannot trim to {length}: the longest row has {self.lengths.max()} tokens")
         return Encoded(**{k: v[:, :length] for k, v in self.arrays().items()})
     def __repr__(self):
-        return f"Encoded({len(self)} rows x {self.max_len} tokens, {', '.join(self.arrays())}; mean length {self.lengths.mean():.1f})"
+        return (
+            f"Encoded({len(self)} rows x {self.max_len} tokens, {', '.join(self.arrays())}; mean length "
+            f"{self.lengths.mean():.1f})")
 
 # %% ../nbs/03_encoding.ipynb #43d16fe5
 def _pad_id(tok)->int:
@@ -127,7 +144,8 @@ def _tokenizer(tok):
         f = Path(resolve_model(tok)) / 'tokenizer.json'
         if f.exists():
             key = (str(f.resolve()), f.stat().st_mtime_ns)
-            if key not in _LOADED: _LOADED.clear(); _LOADED[key] = model_convention(Tokenizer.from_file(str(f)), f.parent)
+            if key not in _LOADED:
+                _LOADED.clear(); _LOADED[key] = model_convention(Tokenizer.from_file(str(f)), f.parent)
             return _LOADED[key]
     return load_tokenizer(tok)
 
@@ -146,7 +164,8 @@ def _settings_kept(tok):
 # %% ../nbs/03_encoding.ipynb #d8c47354
 def _to_block(encs, field, lens, mask, fill)->np.ndarray:
     "Scatter the variable-length `field` lists ('ids', 'type_ids') of `encs` into a padded int32 block under `mask`"
-    flat = np.fromiter(itertools.chain.from_iterable(map(attrgetter(field), encs)), dtype=np.int32, count=int(lens.sum()))
+    flat = np.fromiter(itertools.chain.from_iterable(map(attrgetter(field), encs)),
+                       dtype=np.int32, count=int(lens.sum()))
     out = np.full(mask.shape, fill, dtype=np.int32)
     out[mask] = flat
     return out
@@ -164,7 +183,8 @@ def encode(
     texts = _as_texts(texts)
     if pairs is not None:
         pairs = _as_texts(pairs, 'pairs')
-        if len(pairs) != len(texts): raise ValueError(f"texts has {len(texts)} rows but pairs has {len(pairs)}: they must be the same length")
+        if len(pairs) != len(texts):
+            raise ValueError(f"texts has {len(texts)} rows but pairs has {len(pairs)}: they must be the same length")
     special = tok.num_special_tokens_to_add(pairs is not None)
     need = special + (2 if pairs is not None else 1)
     if max_len < need:
@@ -313,4 +333,5 @@ def read_tfrecord(
         feats = {k: tf.cast(ex[k], tf.int32) for k in fields}
         return (feats, ex['label']) if n_labels else feats
     paths = [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    return tf.data.TFRecordDataset(paths, num_parallel_reads=tf.data.AUTOTUNE).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return tf.data.TFRecordDataset(paths, num_parallel_reads=tf.data.AUTOTUNE).map(
+        parse, num_parallel_calls=tf.data.AUTOTUNE)

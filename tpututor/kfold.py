@@ -36,7 +36,8 @@ def make_folds(
     k:int=5,             # number of folds
     y=None,              # class ids (for stratified folds)
     groups=None,         # group of each row (for grouped folds)
-    kind:str='auto',     # 'stratified', 'kfold', 'group', or 'auto' (group if groups, stratified if class ids, else kfold)
+    # 'stratified', 'kfold', 'group', or 'auto' (group if groups, stratified if class ids, else kfold)
+    kind:str='auto',
     seed:int=42,         # shuffling seed
 )->np.ndarray:           # fold id (0..k-1) of every row
     "Assign every row to one of `k` validation folds with scikit-learn"
@@ -51,15 +52,19 @@ def make_folds(
     if kind == 'group' and groups is None: raise ValueError("grouped folds need `groups`")
     if kind in ('stratified', 'group') and classes:
         vals, counts = np.unique(y, return_counts=True)
-        if len(vals) < 2: raise ValueError(f"the labels have a single class ({vals[0]!r}): there is nothing to learn; check the label column")
+        if len(vals) < 2:
+            raise ValueError(
+                f"the labels have a single class ({vals[0]!r}): there is nothing to learn; check the label column")
         if kind == 'stratified' and counts.min() < k:
             small = [(v.item(), c.item()) for v, c in zip(vals, counts) if c < k]
-            raise ValueError(f"class(es) {small} (class, rows) have fewer rows than the {k} folds, so some fold would have none: "
+            raise ValueError(
+                f"class(es) {small} (class, rows) have fewer rows than the {k} folds, so some fold would have none: "
                              "use fewer folds, or merge or drop the rare classes")
     if kind == 'group':
         ng = len(np.unique(np.asarray(groups)))
         if ng < k: raise ValueError(f"{ng} groups cannot make {k} folds: use at most {ng} folds")
-        splitter = (StratifiedGroupKFold(k, shuffle=True, random_state=seed) if classes else GroupKFold(k, shuffle=True, random_state=seed))
+        splitter = (StratifiedGroupKFold(k, shuffle=True, random_state=seed) if classes else GroupKFold(
+            k, shuffle=True, random_state=seed))
         splits = splitter.split(np.zeros(n), y if classes else None, groups)
     elif kind == 'stratified': splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(n), y)
     else: splits = KFold(k, shuffle=True, random_state=seed).split(np.zeros(n))
@@ -77,7 +82,8 @@ def text_keys(
     "An integer per row naming its text, from the raw texts or else from the token rows"
     if texts is not None:
         pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
-        return pd.factorize(pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts)))[0].astype(np.int64)
+        return (
+            pd.factorize(pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts)))[0].astype(np.int64))
     rows = np.hstack([e.input_ids for e in ([data] if isinstance(data, Encoded) else data)])
     flat = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     return np.unique(flat, return_inverse=True)[1].astype(np.int64).ravel()
@@ -90,14 +96,19 @@ def fold_leaks(
     "The rows whose text is also in another fold"
     folds_of = pd.Series(fold).groupby(keys).nunique()
     leaked = np.isin(keys, folds_of.index[folds_of > 1])
-    return {'rows': int(leaked.sum()), 'texts': int((folds_of > 1).sum()), 'share': float(leaked.mean()), 'leaked': leaked}
+    return {'rows': int(leaked.sum()), 'texts': int((folds_of > 1).sum()),
+            'share': float(leaked.mean()), 'leaked': leaked}
 
 # %% ../nbs/10_kfold.ipynb #eb3952fc
 def leak_text(leak:dict, n:int)->str:
     "The warning a run logs when too many rows share their text with another fold"
-    return (f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another fold "
-            f"({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on new text. "
-            "Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column that ties "
+    return (
+        f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another "
+        f"fold "
+            f"({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on "
+            f"new text. "
+            "Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column that "
+            "ties "
             "rows together (a question, a user, a thread)")
 
 # %% ../nbs/10_kfold.ipynb #bcb2bd72
@@ -115,7 +126,8 @@ def check_leaks(
     return leak
 
 # %% ../nbs/10_kfold.ipynb #43c69a4a
-def leak_score(task:str, yt, oof, covered, leak:dict|None, out=None, verbose:bool=True)->dict|None: # the leak, for metrics.json
+def leak_score(task:str, yt, oof, covered, leak:dict|None, out=None,
+               verbose:bool=True)->dict|None: # the leak, for metrics.json
     "The leak's counts, with the out-of-fold score of the rows whose text is in one fold only (the honest one), logged"
     if not leak: return None
     rec = {k: v for k, v in leak.items() if k != 'leaked'}
@@ -123,13 +135,17 @@ def leak_score(task:str, yt, oof, covered, leak:dict|None, out=None, verbose:boo
     if get_task(task).targets is None or clean.sum() < 2: return rec
     try: rec['oof_without_leaked'] = score(task, yt[clean], oof[clean])
     except ValueError: return rec   # e.g. one class left among those rows: no AUC
-    if out is not None: log(out, f"out-of-fold on the {int(clean.sum()):,} rows whose text is in one fold only: {rec['oof_without_leaked']}", verbose)
+    if out is not None:
+        log(out,
+            f"out-of-fold on the {int(clean.sum()):,} rows whose text is in one fold only: {rec['oof_without_leaked']}",
+            verbose)
     return rec
 
 # %% ../nbs/10_kfold.ipynb #f7fc56dd
 @contextlib.contextmanager
 def quiet(backend, verbose:bool):
-    "Inside the block, a backend with a `verbose` switch prints nothing when `verbose` is False (its epoch lines included)"
+    """Inside the block, a backend with a `verbose` switch prints nothing when `verbose` is False (its epoch lines
+    included)"""
     old = getattr(backend, 'verbose', None)
     if old is not None and not verbose: backend.verbose = False
     try: yield backend
@@ -139,15 +155,21 @@ def quiet(backend, verbose:bool):
 # %% ../nbs/10_kfold.ipynb #2042f43e
 def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
              texts=None, ids=None, test_texts=None)->dict: # run.json
-    "What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and `run_fingerprint`"
-    return {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind, 'backend': backend, 'data': fingerprint(train, yt),
+    """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
+    `run_fingerprint`"""
+    return {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind,
+            'backend': backend, 'data': fingerprint(train, yt),
             'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
-            'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts, None if test is None else n_rows(test))}
+            'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts,
+                                           None if test is None else n_rows(test))}
 
 # %% ../nbs/10_kfold.ipynb #ab40d9aa
-def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None, fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
-    "Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows, resumed folds)"
-    main = getattr(backend, 'is_main', True)           # a multi-host run: process 0 alone reads and writes the run directory
+def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
+              fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
+    """Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows,
+    resumed folds)"""
+    # a multi-host run: process 0 alone reads and writes the run directory
+    main = getattr(backend, 'is_main', True)
     agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
     n, oof, tests, scores, resumed = n_rows(train), None, [], [], []
     for i in todo:
@@ -161,7 +183,8 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None, fold
             if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
             t0 = time.time()
             p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
-            if not main: continue                      # the other hosts trained and predicted in step; process 0 keeps the results
+            # the other hosts trained and predicted in step; process 0 keeps the results
+            if not main: continue
             done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
             save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
@@ -196,7 +219,8 @@ def _digest(*parts)->str: # 16 hex digits
     h = hashlib.sha256()
     for p in parts:
         if p is None: continue
-        if isinstance(p, (list, tuple)) and p and isinstance(p[0], (list, tuple)): p = [s for col in p for s in col]   # a pair's columns
+        # a pair's columns
+        if isinstance(p, (list, tuple)) and p and isinstance(p[0], (list, tuple)): p = [s for col in p for s in col]
         if isinstance(p, (list, tuple, pd.Series)): h.update('\x00'.join(map(str, p)).encode() + b'\x01')
         else: h.update(np.ascontiguousarray(np.asarray(p)).tobytes() + b'\x01')
     return h.hexdigest()[:16]
@@ -211,8 +235,10 @@ def run_fingerprint(
     test_texts=None,    # the test texts, if known
     n_test:int|None=None, # test rows (None: no test set)
 )->dict:                # rows, texts, folds, test: a hash each (None where unknown)
-    "What makes two runs blendable, hashed without the tokenizer: the rows and their targets, their texts, the folds, the test rows"
-    return {'rows': _digest(np.int64(n), y, ids), 'texts': _digest(texts) if texts is not None else None, 'folds': _digest(fold),
+    """What makes two runs blendable, hashed without the tokenizer: the rows and their targets, their texts, the
+    folds, the test rows"""
+    return {'rows': _digest(np.int64(n), y, ids),
+            'texts': _digest(texts) if texts is not None else None, 'folds': _digest(fold),
             'test': None if n_test is None else _digest(np.int64(n_test), test_texts)}
 
 # %% ../nbs/10_kfold.ipynb #7139e948
@@ -234,13 +260,16 @@ class KFoldResult:
     score: dict              # metrics of all out-of-fold predictions together
     out: Path                # the run directory
     resumed: list = field(default_factory=list) # folds loaded from an earlier run instead of trained
-    leak: dict|None = None   # rows whose text is also in another fold (`fold_leaks`), when over `LEAK_SHARE`; with the score of the other rows
+    # rows whose text is also in another fold (`fold_leaks`), when over `LEAK_SHARE`; with the score of the other rows
+    leak: dict|None = None
 
 # %% ../nbs/10_kfold.ipynb #4c6e38fe
-WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json', 'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
+WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json',
+                'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
 
 def checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
-    "The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if need be)"
+    """The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if
+    need be)"""
     from tpututor.models.checkpoint import checkpoint
     from tpututor.models.hub import hub_file
     ck = checkpoint(model)
@@ -251,7 +280,8 @@ def checkpoint_files(model)->list: # local paths: config.json, then the weights 
         except Exception: continue   # not in this hub repository
         if not p.exists(): continue
         files.append(p)
-        if w.endswith('.index.json'): files += [get(s) for s in sorted(set(json.loads(p.read_text())['weight_map'].values()))]
+        if w.endswith('.index.json'):
+            files += [get(s) for s in sorted(set(json.loads(p.read_text())['weight_map'].values()))]
         break
     return files
 
@@ -278,17 +308,20 @@ def keep_model(
     folder,           # where to write (the run's model/)
     cfg:TrainConfig,  # the run (model, lora)
 )->dict:              # what predict.json says of the model
-    "The model's config.json and the tokenizer the run encodes with, into `folder`; a LoRA run's base checkpoint named and hashed"
+    """The model's config.json and the tokenizer the run encodes with, into `folder`; a LoRA run's base checkpoint
+    named and hashed"""
     from tpututor.models.checkpoint import checkpoint
     from tpututor.encoding import load_tokenizer
     folder, ck = Path(folder), checkpoint(cfg.model)
-    info = {'model': cfg.model, 'family': ck.family, 'model_type': ck.model_type, 'preset': ck.preset, 'tokenizer': 'model/tokenizer.json'}
+    info = {'model': cfg.model, 'family': ck.family, 'model_type': ck.model_type,
+            'preset': ck.preset, 'tokenizer': 'model/tokenizer.json'}
     if ck.config is not None: write_json(folder/'config.json', ck.config)
     else: info['preset_files'] = keep_preset(folder, ck.preset)
     try: tok = load_tokenizer(cfg.model)
     except Exception as e: info.update(tokenizer=None, why_no_tokenizer=f"{type(e).__name__}: {e}")
     else: atomic_write(folder/'tokenizer.json', lambda t: tok.save(str(t)))
-    if cfg.lora: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}   # adapters and head only: the base must be attached
+    # adapters and head only: the base must be attached
+    if cfg.lora: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}
     return info
 
 # %% ../nbs/10_kfold.ipynb #fbd06270
@@ -298,7 +331,8 @@ def keep_preset(folder, preset:str)->list: # the files kept
     try:
         from keras_hub.src.utils.preset_utils import get_file
         for f in ('config.json', 'metadata.json', 'tokenizer.json'):
-            src = Path(get_file(preset, f)); atomic_write(Path(folder)/f'preset_{f}', lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
+            src = Path(get_file(preset, f)); atomic_write(Path(folder)/f'preset_{f}',
+                                                          lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
     except Exception: pass   # no KerasHub here, or the preset is gone: the run keeps what it could
     return kept
 
@@ -313,9 +347,11 @@ def keep_for_predict(
     "What predicting and blending need besides the fold weights: model/, targets.npy and predict.json"
     out = Path(out)
     if y is not None: save_array(out/'targets.npy', y)
-    kit = {'task': cfg.task, 'n_outputs': cfg.n_outputs, 'classes': None if classes is None else [str(c) for c in classes],
+    kit = {'task': cfg.task, 'n_outputs': cfg.n_outputs,
+           'classes': None if classes is None else [str(c) for c in classes],
            'backend': backend, 'max_len': cfg.max_len, 'buckets': cfg.buckets, 'bucket_lengths': cfg.bucket_lengths,
-           'precision': cfg.precision, 'model_parallel': cfg.model_parallel, 'lora': cfg.lora, **keep_model(out/'model', cfg)}
+           'precision': cfg.precision, 'model_parallel': cfg.model_parallel,
+           'lora': cfg.lora, **keep_model(out/'model', cfg)}
     write_json(out/'predict.json', kit)
     return kit
 
@@ -329,13 +365,15 @@ def fixed_shapes(
     fold=None,              # each training row's fold (`make_folds`): lengths fold 0 would not use are merged away
     batch:int=1,            # rows of one training step (batch_size x replicas x grad_accum)
 )->TrainConfig:             # `cfg`, with `bucket_lengths` chosen from all those rows
-    "Length buckets chosen once for a whole run, each used by fold 0, so that every later fold trains and predicts on shapes fold 0 compiled"
+    """Length buckets chosen once for a whole run, each used by fold 0, so that every later fold trains and predicts
+    on shapes fold 0 compiled"""
     if not cfg.buckets or cfg.bucket_lengths: return cfg
     data = [train] + ([test] if test is not None else [])
     w = max(width(d) for d in data)
     if w > cfg.max_len: return cfg   # arrays wider than the config says: leave it to each fit
     L = choose_buckets(np.concatenate([row_lengths(d) for d in data]), cfg.buckets, max_len=w)
-    if fold is not None:   # a length with less than a step of fold 0's training rows, or none of the rows it predicts, goes
+    # a length with less than a step of fold 0's training rows, or none of the rows it predicts, goes
+    if fold is not None:
         lt = row_lengths(train)
         pred = np.concatenate([lt[fold == 0]] + ([row_lengths(test)] if test is not None else []))
         while len(L) > 1:
@@ -358,7 +396,8 @@ def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
 # %% ../nbs/10_kfold.ipynb #4e80fb70
 def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile_seconds between two `compile_stats()`
     "The compiles between two readings of a backend's `compile_stats`"
-    return {'compiles': after['compiles'] - before['compiles'], 'cache_hits': after['cache_hits'] - before['cache_hits'],
+    return {'compiles': after['compiles'] - before['compiles'],
+            'cache_hits': after['cache_hits'] - before['cache_hits'],
             'compile_seconds': round(after['seconds'] - before['seconds'], 2)}
 
 # %% ../nbs/10_kfold.ipynb #3ef28eb0
@@ -380,7 +419,8 @@ def train_fold(
     "Train one fold's model on the other folds' rows, predict its own rows and the test rows, save its weights, free it"
     tr = np.setdiff1d(np.arange(n_rows(train)), va)
     c0 = stats() if stats else None
-    model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr], take(train, va), None if yt is None else yt[va])
+    model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr],
+                              take(train, va), None if yt is None else yt[va])
     p_va = backend.predict(cfg, model, take(train, va))
     p_te = backend.predict(cfg, model, test) if test is not None else None
     backend.save(model, fd/'weights.safetensors')
@@ -396,18 +436,21 @@ def fold_record(cfg:TrainConfig, y_va, p_va, hist, cost:dict, seconds:float)->di
 # %% ../nbs/10_kfold.ipynb #2476d370
 def fold_line(i:int, done:dict)->str:
     "The log line of a trained fold"
-    rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
+    rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (
+        f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
     comp = f", {compile_text(done)}" if 'compiles' in done else ''
     return f"fold {i}: {done['score']} in {done['seconds']}s{rate}{comp}, memory {done.get('rss_mb', 0):.0f} MB"
 
 # %% ../nbs/10_kfold.ipynb #812b877e
 def fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's folds
     "A fold's scores and costs, as `KFoldResult.fold_scores` lists them"
-    return {'fold': i, **done['score'], **{k: done.get(k) for k in ('seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'rss_mb')},
+    return {'fold': i, **done['score'],
+            **{k: done.get(k) for k in ('seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'rss_mb')},
             **{k: done.get(k) for k in COMPILE_KEYS if compiled or k in done}}
 
 # %% ../nbs/10_kfold.ipynb #8a051169
-def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list, resumed:list, verbose:bool=True, leak:dict|None=None)->KFoldResult:
+def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list,
+               resumed:list, verbose:bool=True, leak:dict|None=None)->KFoldResult:
     "The out-of-fold score of the folds run, the averaged test predictions, and the run directory's files"
     covered = np.isin(fold, list(todo))
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
@@ -429,35 +472,45 @@ def run_kfold(
     test:Inputs|None=None,   # test inputs to predict with every fold's model
     folds:int=5,             # number of folds
     fold_kind:str='auto',    # 'auto', 'stratified', 'kfold' or 'group'
-    groups=None,             # group of each training row, for grouped folds; 'text': rows with the same text (`text_keys`) share a fold
+    # group of each training row, for grouped folds; 'text': rows with the same text (`text_keys`) share a fold
+    groups=None,
     out='run',               # run directory (created; resumed if it holds the same run)
     overwrite:bool=False,    # discard an existing different run in `out` instead of refusing
     only_folds=None,         # train just these folds (e.g. [0] for a quick check); None: all
     verbose:bool=True,       # print progress lines, the backend's epoch lines included
-    texts=None,              # the training texts (a list, or a pair of lists): leaks and `groups='text'` compare them (else the token rows), the fingerprint hashes them
+    # the training texts (a list, or a pair of lists): leaks and `groups='text'` compare them (else the token rows), the
+    # fingerprint hashes them
+    texts=None,
     test_texts=None,         # the test texts, for the fingerprint
     ids=None,                # an id per training row (a CSV's id column), for the fingerprint
     classes=None,            # class names in class-id order, kept in predict.json: predictions come back in them
 )->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
-    check_run(cfg, getattr(backend, 'name', ''))   # a family this backend cannot run, or options it would ignore: refused before any work
+    # a family this backend cannot run, or options it would ignore: refused before any work
+    check_run(cfg, getattr(backend, 'name', ''))
     n = n_rows(train); yt = check_targets(cfg, y, n); keys = text_keys(train, texts)
     if isinstance(groups, str):
-        if groups != 'text': raise ValueError(f"groups={groups!r}: give a group per training row, or 'text' to keep equal texts in one fold")
+        if groups != 'text':
+            raise ValueError(
+                f"groups={groups!r}: give a group per training row, or 'text' to keep equal texts in one fold")
         groups = keys
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)
     main, run_cfg = getattr(backend, 'is_main', True), cfg
-    cfg = fixed_shapes(cfg, train, test, fold, cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum)   # every fold pads to lengths fold 0 used
+    # every fold pads to lengths fold 0 used
+    cfg = fixed_shapes(cfg, train, test, fold,
+                       cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum)
     leak = None
     if main:
-        open_run(out, run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts), overwrite)
+        open_run(out, run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts),
+                 overwrite)
         save_array(out/'folds.npy', fold); keep_for_predict(out, cfg, yt, classes, backend.name)
         leak = check_leaks(out, keys, fold, verbose)
     todo = range(folds) if only_folds is None else sorted(only_folds)
     stats = getattr(backend, 'compile_stats', None)   # a backend that counts its compiles (JAX, torch_xla)
     if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
-    with quiet(backend, verbose): oof, tests, scores, resumed = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose)
+    with quiet(backend, verbose):
+        oof, tests, scores, resumed = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose)
     return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak) if main else None
 
 # %% ../nbs/10_kfold.ipynb #1be090d0
@@ -472,7 +525,8 @@ def plot_run(out)->Path:
     for fd in sorted(out.glob('fold*/history.json')):
         h = History.from_dict(read_json(fd)); i = fd.parent.name[4:]
         line, = ax.plot(h['epoch'], h['loss'], marker='o', label=f'fold {i} train')
-        if None not in h['val_loss']: ax.plot(h['epoch'], h['val_loss'], ls='--', marker='x', color=line.get_color(), label=f'fold {i} valid')
+        if None not in h['val_loss']:
+            ax.plot(h['epoch'], h['val_loss'], ls='--', marker='x', color=line.get_color(), label=f'fold {i} valid')
     ax.set_xlabel('epoch'); ax.set_ylabel('loss'); ax.set_title('Loss per fold'); ax.legend(fontsize=7, ncol=2)
     fig.tight_layout(); atomic_write(out/'loss.png', lambda t: fig.savefig(t, format='png', dpi=90)); plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -498,12 +552,14 @@ def predictions_table(
     spec = get_task(task)
     if spec.targets == 'classes':
         classes = [str(c) for c in (classes if classes is not None else range(pred.shape[1]))]
-        if len(classes) != pred.shape[1]: raise ValueError(f"{len(classes)} class names for {pred.shape[1]} probability columns")
+        if len(classes) != pred.shape[1]:
+            raise ValueError(f"{len(classes)} class names for {pred.shape[1]} probability columns")
         df = pd.DataFrame({label_cols[0]: np.asarray(classes, dtype=object)[pred.argmax(1)]})
         for j, c in enumerate(classes): df[f'prob_{c}'] = pred[:, j]
     elif spec.targets is None: df = pd.DataFrame({'score': pred[:, 0]})
     else:
-        if len(label_cols) != pred.shape[1]: raise ValueError(f"{len(label_cols)} label column(s) {label_cols} for {pred.shape[1]} predicted targets")
+        if len(label_cols) != pred.shape[1]:
+            raise ValueError(f"{len(label_cols)} label column(s) {label_cols} for {pred.shape[1]} predicted targets")
         df = pd.DataFrame(pred, columns=label_cols)
     df.insert(0, id_col, ids)
     return df
@@ -520,7 +576,9 @@ def submission(
     pred = np.asarray(pred); ids = list(ids)
     if len(ids) != len(pred): raise ValueError(f"{len(ids)} ids but {len(pred)} predictions")
     id_col, targets = sample.columns[0], list(sample.columns[1:])
-    if not targets: raise ValueError(f"the sample submission has only one column ({id_col!r}); it needs an id column and target column(s)")
+    if not targets:
+        raise ValueError(
+            f"the sample submission has only one column ({id_col!r}); it needs an id column and target column(s)")
     df = pd.DataFrame({id_col: ids})
     if get_task(task).targets == 'classes':
         names = [str(c) for c in (classes if classes is not None else range(pred.shape[1]))]
@@ -531,17 +589,22 @@ def submission(
         if len(targets) == 1 and (col.dtype.kind in 'biuO' or col.dtype == bool):
             chosen = pd.Series(np.asarray(names, dtype=object)[pred.argmax(1)])
             try: df[targets[0]] = chosen.astype(col.dtype) if col.dtype.kind != 'O' else chosen
-            except (ValueError, TypeError): raise ValueError(f"the sample submission's {targets[0]!r} column holds {col.dtype} values, but the classes are {names}") from None
+            except (ValueError, TypeError):
+                raise ValueError(f"the sample submission's {targets[0]!r} column holds {col.dtype} values, but the "
+                                 f"classes are {names}") from None
             return df
         if len(targets) == 1 and col.dtype.kind == 'f' and pred.shape[1] == 2:
             df[targets[0]] = pred[:, 1]; return df
     if pred.shape[1] != len(targets):
-        raise ValueError(f"the sample submission has {len(targets)} target column(s) {targets}, but there are {pred.shape[1]} prediction column(s)")
+        raise ValueError(
+            f"the sample submission has {len(targets)} target column(s) {targets}, but there are {pred.shape[1]} "
+            f"prediction column(s)")
     for j, t in enumerate(targets): df[t] = pred[:, j]
     return df
 
 # %% ../nbs/10_kfold.ipynb #df240767
-FRAMEWORK_OF = {'keras': 'jax', 'torch': 'torch', 'xla': 'torch_xla', 'tf': 'tensorflow'}   # the framework whose device a backend predicts on
+# the framework whose device a backend predicts on
+FRAMEWORK_OF = {'keras': 'jax', 'torch': 'torch', 'xla': 'torch_xla', 'tf': 'tensorflow'}
 NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
 
 def predict_precision(
@@ -555,7 +618,8 @@ def predict_precision(
     from tpututor.devices.ops import device_kind
     kind = device_kind(FRAMEWORK_OF[backend])
     if kind.startswith('TPU'): return 'bf16'
-    if kind.startswith(('CUDA', 'GPU')): return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and backend != 'xla' else 'bf16'
+    if kind.startswith(('CUDA', 'GPU')):
+        return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and backend != 'xla' else 'bf16'
     return 'fp32'
 
 # %% ../nbs/10_kfold.ipynb #84f9c309
@@ -565,12 +629,17 @@ def attach_base(
 )->str:          # the checkpoint to build the model from
     "A LoRA run's base checkpoint, checked against the hash the run recorded"
     want = kit['base']; where = str(base or want['name'])
-    attach = (f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash {want['hash']}) "
+    attach = (
+        f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash "
+        f"{want['hash']}) "
               "and pass its folder with --base (Python: base=)")
     try: got = checkpoint_hash(where)
-    except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None   # ConnectionError is an OSError
+    # ConnectionError is an OSError
+    except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None
     if got != want['hash']:
-        raise ValueError(f"--base {where}: its hash is {got}, not {want['hash']}, that of {want['name']!r}, which the run was trained on. {attach}")
+        raise ValueError(
+            f"--base {where}: its hash is {got}, not {want['hash']}, that of {want['name']!r}, which the run was "
+            f"trained on. {attach}")
     return where
 
 # %% ../nbs/10_kfold.ipynb #3a6aa192
@@ -580,14 +649,16 @@ def predict_config(
     precision:str='auto',  # `predict_precision`'s `asked`
     batch_size:int|None=None, # rows per device at prediction (default: the run's)
 )->TrainConfig:
-    "The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the precision for this device"
+    """The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the
+    precision for this device"""
     run = Path(run); meta = read_json(run/'run.json')
     kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
     cfg = TrainConfig.from_dict(meta['config'])
     ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
     if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
     if kit.get('base'): ch['model'] = attach_base(kit, base)
-    elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')   # a run from an older tpututor: its model as it was
+    # a run from an older tpututor: its model as it was
+    elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')
     if batch_size: ch['eval_batch_size'] = batch_size
     return cfg.replace(**ch)
 
@@ -607,7 +678,9 @@ def fold_weights(run)->list: # each finished fold's weights file, in fold order
     if not (run/'run.json').exists(): raise ValueError(f"{run} is not a tpututor run directory (no run.json)")
     k = read_json(run/'run.json')['folds']
     done = [run/f'fold{i}'/'weights.safetensors' for i in range(k) if fold_done(run/f'fold{i}')]
-    if len(done) < k: raise ValueError(f"run {run} has {len(done)} of {k} folds finished; finish it with the same tpututor train command first")
+    if len(done) < k:
+        raise ValueError(
+            f"run {run} has {len(done)} of {k} folds finished; finish it with the same tpututor train command first")
     return done
 
 # %% ../nbs/10_kfold.ipynb #0d352dcc
@@ -627,12 +700,16 @@ def predict_run(
     cfg = predict_config(run, base, precision, batch_size)
     tok = load_tokenizer(run/'model' if (run/'model'/'tokenizer.json').exists() else cfg.model)
     data, backend = encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
-    if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)   # fewer devices than the mesh: whole copies
+    # fewer devices than the mesh: whole copies
+    if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)
     preds, t0 = [], time.time()
     with quiet(backend, verbose):
         for i, w in enumerate(weights):
             t = time.time(); model = backend.load(cfg, w)
             preds.append(backend.predict(cfg, model, data)); backend.free(model)
             if verbose: print(f"fold {i}: {n_rows(data):,} rows in {time.time() - t:.1f}s", flush=True)
-    if verbose: print(f"{len(weights)} folds, {n_rows(data):,} rows, {cfg.precision}: {len(weights) * n_rows(data) / (time.time() - t0):,.0f} rows/s over the folds")
+    if verbose:
+        print(
+            f"{len(weights)} folds, {n_rows(data):,} rows, {cfg.precision}: "
+            f"{len(weights) * n_rows(data) / (time.time() - t0):,.0f} rows/s over the folds")
     return np.mean(preds, axis=0)

@@ -21,7 +21,8 @@ def _dims(
     heads:int,              # attention heads
     ffn:int,                # width of the MLP
     layer_params:int,       # matmul weights of one layer
-    extra_params:int=0,     # matmul weights a token goes through once outside the layers (an embedding projection, a convolution)
+    # matmul weights a token goes through once outside the layers (an embedding projection, a convolution)
+    extra_params:int=0,
     windows:list|None=None, # per layer: None (the whole sequence) or the tokens a query sees on each side
     rel_positions:int=0,    # relative-position embeddings each disentangled product scores against (DeBERTa)
     rel_products:int=0,     # disentangled products per layer: content-to-position, position-to-content (0 to 2)
@@ -29,7 +30,8 @@ def _dims(
 )->dict:                    # the fields of `model_dims`
     "Sizes, matmul weights per token, attention windows and relative-position products: what `train_flops` reads"
     return dict(layers=layers, hidden=hidden, heads=heads, ffn=ffn, matmul_params=layers * layer_params + extra_params,
-                extra_params=extra_params, windows=list(windows or [None] * layers), rel_positions=rel_positions, rel_products=rel_products,
+                extra_params=extra_params, windows=list(windows or [None] * layers),
+                rel_positions=rel_positions, rel_products=rel_products,
                 **({'attn_width': attn_width} if attn_width and attn_width != hidden else {}))
 
 # %% ../nbs/07_meter.ipynb #3a86dd9d
@@ -37,7 +39,8 @@ def _attended(
     seq:int,            # the padded length
     window:int|None,    # the tokens a query sees on each side; None: the whole sequence
 )->int:                 # query-key pairs one layer scores in one sequence
-    "The query-key pairs an attention layer scores: all `seq x seq`, or the band `window` tokens either side of each query"
+    """The query-key pairs an attention layer scores: all `seq x seq`, or the band `window` tokens either side of
+    each query"""
     if window is None or seq <= window + 1: return seq * seq
     return seq * (2 * window + 1) - window * (window + 1)   # the band less the two corners past the ends
 
@@ -48,11 +51,13 @@ def train_flops(
     seq:int,         # the padded length of each sequence
     passes:float=1,  # forward + backward passes the tokens go through (a row's share of a step of n rows: 1 / n)
 )->float|None:       # FLOPs of the forward and backward passes; None when `dims` is None
-    "Training FLOPs: 6 x matmul weights x tokens, 12 x hidden per attended query-key pair, and DeBERTa's relative-position products"
+    """Training FLOPs: 6 x matmul weights x tokens, 12 x hidden per attended query-key pair, and DeBERTa's
+    relative-position products"""
     if dims is None: return None
     H, L = dims['hidden'], dims['layers']
     pairs = sum(_attended(seq, w) for w in dims.get('windows') or [None] * L)   # per sequence, all layers
-    rel = dims.get('rel_positions', 0) * dims.get('rel_products', 0) * L        # relative embeddings scored per token, all layers
+    # relative embeddings scored per token, all layers
+    rel = dims.get('rel_positions', 0) * dims.get('rel_products', 0) * L
     return (6 * dims['matmul_params'] * tokens + (12 * dims.get('attn_width', H) * pairs * tokens / seq if seq else 0)
             + 6 * H * rel * tokens           # each token against every relative embedding
             + 6 * H * H * rel * passes)      # projecting the relative embeddings: once per pass, not per token
@@ -81,24 +86,34 @@ def _guess_type(
     get,    # reads one key of the config
 )->str:     # a key of `_READERS`
     "The family of a config that names no model_type (a dict of sizes, a namespace), by the keys it has"
-    for mt, key in (('distilbert', 'n_layers'), ('modernbert', 'global_attn_every_n_layers'), ('deberta-v2', 'relative_attention'),
+    for mt, key in (('distilbert', 'n_layers'), ('modernbert', 'global_attn_every_n_layers'),
+                    ('deberta-v2', 'relative_attention'),
                     ('albert', 'inner_group_num'), ('electra', 'embedding_size')):
         if get(key) is not None: return mt
     return 'bert'
 
 # %% ../nbs/07_meter.ipynb #ddaf877d
 def model_dims(
-    config, # a transformers config or its dict (config.json): BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT
-)->dict|None: # layers, hidden, heads, ffn, matmul_params, extra_params, windows, rel_positions, rel_products; None (and a warning) when unreadable
-    "The sizes of an encoder that its training FLOPs depend on; None, with a warning, for a config the meter cannot read"
+    # a transformers config or its dict (config.json): BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA,
+    # DeBERTa-v2/v3, ModernBERT
+    config,
+# layers, hidden, heads, ffn, matmul_params, extra_params, windows, rel_positions, rel_products; None (and a warning)
+# when unreadable
+)->dict|None:
+    """The sizes of an encoder that its training FLOPs depend on; None, with a warning, for a config the meter cannot
+    read"""
     get = config_getter(config)
     mt = get('model_type') or _guess_type(get)
-    if mt not in _READERS: why = f"model type {mt!r} is none of the encoder families it knows ({', '.join(sorted(_READERS))})"
+    if mt not in _READERS:
+        why = f"model type {mt!r} is none of the encoder families it knows ({', '.join(sorted(_READERS))})"
     else:
         try: return _READERS[mt](get)
-        except Exception as e: why = str(e)   # sizes missing or of the wrong kind: the meter must never stop a training run
+        # sizes missing or of the wrong kind: the meter must never stop a training run
+        except Exception as e: why = str(e)
     what = 'config dict' if isinstance(config, dict) else type(config).__name__
-    warnings.warn(f"tpututor.meter cannot count the training FLOPs of this {what}: {why}. MFU will be shown as unknown.", stacklevel=2)
+    warnings.warn(
+        f"tpututor.meter cannot count the training FLOPs of this {what}: {why}. MFU will be shown as unknown.",
+        stacklevel=2)
     return None
 
 # %% ../nbs/07_meter.ipynb #bdf6e605
@@ -126,7 +141,8 @@ def _albert(
     get,   # reads one key of the config
 )->dict:   # `_dims`
     "ALBERT: every repetition of the shared layers, and the embedding_size -> hidden_size projection"
-    L, H, h, F, E = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size', 'embedding_size')
+    L, H, h, F, E = _need(get, 'num_hidden_layers', 'hidden_size',
+                          'num_attention_heads', 'intermediate_size', 'embedding_size')
     return _dims(L * int(get('inner_group_num') or 1), H, h, F, 4 * H * H + 2 * H * F, extra_params=E * H)
 
 _READERS['albert'] = _albert
@@ -154,7 +170,8 @@ _READERS['electra'] = _electra
 def _deberta_v2(
     get,   # reads one key of the config
 )->dict:   # `_dims`
-    "DeBERTa-v2/v3: BERT's layer, the disentangled relative-position products, v2's convolution and the embedding projection"
+    """DeBERTa-v2/v3: BERT's layer, the disentangled relative-position products, v2's convolution and the embedding
+    projection"""
     L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
     conv = H * H * int(get('conv_kernel_size') or 0) // int(get('conv_groups') or 1)
     rel = products = 0
@@ -164,7 +181,8 @@ def _deberta_v2(
         products = len(types & {'c2p', 'p2c'})
         buckets, span = int(get('position_buckets') or -1), int(get('max_relative_positions') or -1)
         rel = 2 * (buckets if buckets > 0 else span if span >= 1 else _need(get, 'max_position_embeddings')[0])
-    return _dims(L, H, h, F, 4 * H * H + 2 * H * F, extra_params=_projection(get, H) + conv, rel_positions=rel, rel_products=products)
+    return _dims(L, H, h, F, 4 * H * H + 2 * H * F, extra_params=_projection(get, H) + conv,
+                 rel_positions=rel, rel_products=products)
 
 _READERS['deberta-v2'] = _deberta_v2
 
@@ -172,8 +190,10 @@ _READERS['deberta-v2'] = _deberta_v2
 def _modernbert(
     get,   # reads one key of the config
 )->dict:   # `_dims`
-    "ModernBERT: a GLU MLP (Wi: hidden -> 2 x intermediate), and local layers that see local_attention // 2 tokens each side"
-    L, H, h, F, every, local = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size',
+    """ModernBERT: a GLU MLP (Wi: hidden -> 2 x intermediate), and local layers that see local_attention // 2 tokens
+    each side"""
+    L, H, h, F, every, local = _need(get, 'num_hidden_layers', 'hidden_size',
+                                     'num_attention_heads', 'intermediate_size',
                                      'global_attn_every_n_layers', 'local_attention')
     return _dims(L, H, h, F, 4 * H * H + 3 * H * F, windows=[None if i % every == 0 else local // 2 for i in range(L)])
 
@@ -183,7 +203,8 @@ _READERS['modernbert'] = _modernbert
 def _decoder(
     get,   # reads one key of the config
 )->dict:   # `_dims`
-    "Llama, Mistral, Qwen 2/3, Gemma 1-3: grouped-query attention heads x head_dim wide, and a gated MLP of three matrices"
+    """Llama, Mistral, Qwen 2/3, Gemma 1-3: grouped-query attention heads x head_dim wide, and a gated MLP of three
+    matrices"""
     L, H, h, F = _need(get, 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'intermediate_size')
     kv, d = int(get('num_key_value_heads') or h), int(get('head_dim') or H // h)
     return _dims(L, H, h, F, 2 * H * h * d + 2 * H * kv * d + 3 * H * F, attn_width=h * d)
@@ -193,7 +214,8 @@ _READERS.update(dict.fromkeys(('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'g
 # %% ../nbs/07_meter.ipynb #5c467e74
 def cache_dir()->Path: # where measured figures are kept between runs
     "`$TPUTUTOR_CACHE`, else `$XDG_CACHE_HOME/tpututor`, else ~/.cache/tpututor"
-    d = os.environ.get('TPUTUTOR_CACHE') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor'
+    d = (
+        os.environ.get('TPUTUTOR_CACHE') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor')
     return Path(d)
 
 # %% ../nbs/07_meter.ipynb #42c54060
@@ -238,24 +260,29 @@ def host_name()->str: # the CPU model and core count, a cache key for CPU figure
     return f'{cpu} x{os.cpu_count()}'
 
 # %% ../nbs/07_meter.ipynb #5c608ed1
-_DTYPES = {'bf16': 'bfloat16', 'fp16': 'float16', 'fp32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16', 'float32': 'float32'}
+_DTYPES = {'bf16': 'bfloat16', 'fp16': 'float16', 'fp32': 'float32',
+           'bfloat16': 'bfloat16', 'float16': 'float16', 'float32': 'float32'}
 
 def datasheet_peak(
-    device_kind:str|None,   # what the framework calls the device: 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'TPU:TPU v4', 'cpu'
+    # what the framework calls the device: 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'TPU:TPU v4', 'cpu'
+    device_kind:str|None,
     dtype:str='bfloat16',   # 'bfloat16', 'float16', 'float32' (or a precision: 'bf16', 'fp16', 'fp32')
     specs:list|None=None,   # TPU rows like `tpututor.specs.TPU_SPECS` (default: those)
-)->float|None:              # FLOP/s of one device by its datasheet, or None where there is none (a CPU, an unknown device)
+# FLOP/s of one device by its datasheet, or None where there is none (a CPU, an unknown device)
+)->float|None:
     "The datasheet's peak FLOP/s of one device of kind `device_kind` for matmuls in `dtype`"
     import re
     if dtype not in _DTYPES: raise ValueError(f"dtype={dtype!r}: use one of {', '.join(_DTYPES)}")
     dtype = _DTYPES[dtype]
     kind = (device_kind or '').strip()
-    if kind.lower().startswith('cpu'): return None   # 'cpu' (JAX), 'CPU:<model>' (tpututor.devices.xla.device_kind): no datasheet peak
+    # 'cpu' (JAX), 'CPU:<model>' (tpututor.devices.xla.device_kind): no datasheet peak
+    if kind.lower().startswith('cpu'): return None
     kind = re.sub(r'^(TPU|GPU|CUDA):', '', kind)
     if specs is None: specs = TPU_SPECS
     for r in specs:
         k, per, peak = r.get('device_kind'), r.get('devices_per_chip'), r.get('peak_bf16_tflops_per_chip')
-        if k and per and peak and k.lower() == kind.lower(): return peak * 1e12 / per   # the MXU's bf16 rate bounds every dtype
+        # the MXU's bf16 rate bounds every dtype
+        if k and per and peak and k.lower() == kind.lower(): return peak * 1e12 / per
     for r in GPU_SPECS:
         if re.search(r['match'], kind, re.I):
             t = r[{'bfloat16': 'bf16', 'float16': 'fp16'}.get(dtype) or ('tf32' if r['tf32'] else 'fp32')]
@@ -272,7 +299,8 @@ def mfu_text(
 )->str:                        # '' when neither is known
     "'MFU 41.0% of datasheet peak (55.2% of measured)' where the device is known, else 'MFU 8.3% of measured peak'"
     if datasheet is not None:
-        return f"MFU {_pct(datasheet)} of datasheet peak" + ('' if measured is None else f" ({_pct(measured)} of measured)")
+        return f"MFU {_pct(datasheet)} of datasheet peak" + (
+            '' if measured is None else f" ({_pct(measured)} of measured)")
     return '' if measured is None else f"MFU {_pct(measured)} of measured peak"
 
 # %% ../nbs/07_meter.ipynb #500a46fa
@@ -280,8 +308,10 @@ class Throughput:
     "Examples per second and model FLOPs utilisation of a training run, from the rows and padded lengths of its steps"
     def __init__(self,
         dims:dict|None=None,        # `model_dims` of the encoder (None: examples/s only)
-        peak:float|None=None,       # measured peak FLOP/s of all the devices the run uses together (None: no measured MFU)
-        datasheet:float|None=None,  # their datasheet peak FLOP/s together, from `datasheet_peak` (None: no datasheet MFU)
+        # measured peak FLOP/s of all the devices the run uses together (None: no measured MFU)
+        peak:float|None=None,
+        # their datasheet peak FLOP/s together, from `datasheet_peak` (None: no datasheet MFU)
+        datasheet:float|None=None,
     ):
         self.dims, self.peak, self.datasheet = dims, peak, datasheet
         self.reset()
@@ -300,12 +330,14 @@ class Throughput:
         if flops is not None: self.flops += flops
         elif self.dims: self.flops += train_flops(self.dims, rows * texts * seq, seq)
         return self
-    def summary(self, seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu, mfu_datasheet (None where unknown)
+    def summary(self,
+                seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu, mfu_datasheet (None where unknown)
         "Rates over `seconds` (default: the time since the last reset)"
         s = max(seconds if seconds is not None else time.perf_counter() - self.t0, 1e-9)
         fps = self.flops / s if self.dims or self.flops else None
         util = lambda peak: fps / peak if fps is not None and peak else None
-        return dict(examples_per_s=self.rows / s, flops_per_s=fps, mfu=util(self.peak), mfu_datasheet=util(self.datasheet))
+        return dict(examples_per_s=self.rows / s, flops_per_s=fps,
+                    mfu=util(self.peak), mfu_datasheet=util(self.datasheet))
     def __str__(self):
         d = self.summary()
         m = mfu_text(d['mfu'], d['mfu_datasheet'])

@@ -14,23 +14,29 @@ __all__ = ['DECODER_TYPES', 'PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIO
            'accelerator_of', 'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
 
 # %% ../nbs/08_plan.ipynb #6dc60ffe
-DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')   # model types of the decoder LLMs `model_dims` reads
+# model types of the decoder LLMs `model_dims` reads
+DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')
 
 def _decoder_params(d:dict, get)->int:
-    "A decoder's weights: the layers' matmuls, RMSNorms, Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's q/k norms, the token embeddings (twice when the output matrix is its own)"
+    """A decoder's weights: the layers' matmuls, RMSNorms, Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's q/k norms,
+    the token embeddings (twice when the output matrix is its own)"""
     L, H, h, mt = d['layers'], d['hidden'], d['heads'], get('model_type')
     kv, hd = get('num_key_value_heads') or h, get('head_dim') or H // h
     norms = L * (4 if mt in ('gemma2', 'gemma3_text') else 2) * H + H
     norms += L * (h + 2 * kv) * hd if mt == 'qwen2' else L * 2 * hd if mt in ('qwen3', 'gemma3_text') else 0
-    return d['matmul_params'] + norms + get('vocab_size') * H * (1 if get('tie_word_embeddings', mt.startswith('gemma')) else 2)
+    return d['matmul_params'] + norms + get('vocab_size') * H * (
+        1 if get('tie_word_embeddings', mt.startswith('gemma')) else 2)
 
 # %% ../nbs/08_plan.ipynb #55dfb3ba
 def param_count(
     config,   # a transformers config (or its dict) of an encoder or decoder LLM `model_dims` reads
 )->int:       # weights of the encoder and its pooler, or of the decoder
-    "Every weight of a model from its config: the layers' matmuls, biases and norms, the embeddings, an encoder's pooler"
+    """Every weight of a model from its config: the layers' matmuls, biases and norms, the embeddings, an encoder's
+    pooler"""
     d, get = model_dims(config), config_getter(config)
-    if d is None: raise ValueError("cannot read this config's sizes (tpututor.meter.model_dims): pass the parameter count instead")
+    if d is None:
+        raise ValueError(
+            "cannot read this config's sizes (tpututor.meter.model_dims): pass the parameter count instead")
     if get('model_type') in DECODER_TYPES: return _decoder_params(d, get)
     L, H, F = d['layers'], d['hidden'], d['ffn']
     small = 4 * H + F + H + 4 * H                                     # q, k, v, output and MLP biases; two LayerNorms
@@ -38,13 +44,16 @@ def param_count(
     return d['matmul_params'] + d.get('extra_params', 0) + L * small + emb + H * H + H
 
 # %% ../nbs/08_plan.ipynb #5a7c4daf
-PRECISION_BYTES = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}   # (bytes of a variable, bytes of an activation)
+# (bytes of a variable, bytes of an activation)
+PRECISION_BYTES = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}
 
 # %% ../nbs/08_plan.ipynb #32dec5af
-ACTIVATIONS = dict(hidden=6, ffn=2, scores=9.4)   # values kept per token and layer for the backward pass (fitted to XLA below)
+# values kept per token and layer for the backward pass (fitted to XLA below)
+ACTIVATIONS = dict(hidden=6, ffn=2, scores=9.4)
 
 # %% ../nbs/08_plan.ipynb #974b7902
-DECODER_ACTIVATIONS = dict(hidden=6, ffn=3, scores=4.4)   # a decoder's: a gated MLP (three F-wide tensors), no dropout on the attention weights
+# a decoder's: a gated MLP (three F-wide tensors), no dropout on the attention weights
+DECODER_ACTIVATIONS = dict(hidden=6, ffn=3, scores=4.4)
 
 def memory_plan(
     config,                  # a transformers config of an encoder or decoder LLM (`model_dims` reads it)
@@ -57,7 +66,8 @@ def memory_plan(
     params:int|None=None,    # parameter count (default: `param_count(config)`)
 )->dict:                     # bytes per device: weights, gradients, optimizer, activations, total; and the sizes used
     "The memory one training step needs on each device, before anything compiles"
-    if precision not in PRECISION_BYTES: raise ValueError(f"precision={precision!r}: use one of {list(PRECISION_BYTES)}")
+    if precision not in PRECISION_BYTES:
+        raise ValueError(f"precision={precision!r}: use one of {list(PRECISION_BYTES)}")
     for k, v in dict(max_len=max_len, batch_size=batch_size, model_parallel=model_parallel).items():
         if not isinstance(v, int) or v < 1: raise ValueError(f"{k}={v!r} must be a whole number >= 1")
     d = model_dims(config)
@@ -68,8 +78,10 @@ def memory_plan(
     T = P + head if not lora else L * 2 * 2 * lora * H + head
     vb, ab = PRECISION_BYTES[precision]
     k, m = DECODER_ACTIVATIONS if config_getter(config)('model_type') in DECODER_TYPES else ACTIVATIONS, model_parallel
-    split = k['ffn'] * F / m + k['scores'] * a * max_len / (m if a % m == 0 else 1)   # MLP-wide and per-head tensors split over the model axis
-    per_row = max_len * L * (k['hidden'] * H + split) * ab                         # hidden-wide ones: every device of the group holds them whole
+    # MLP-wide and per-head tensors split over the model axis
+    split = k['ffn'] * F / m + k['scores'] * a * max_len / (m if a % m == 0 else 1)
+    # hidden-wide ones: every device of the group holds them whole
+    per_row = max_len * L * (k['hidden'] * H + split) * ab
     out = dict(weights=(P + head) * vb / model_parallel, gradients=T * vb / model_parallel,
                optimizer=2 * T * vb / model_parallel, activations=batch_size * per_row)
     out['total'] = sum(out.values())
@@ -78,9 +90,11 @@ def memory_plan(
 # %% ../nbs/08_plan.ipynb #314820fb
 def accelerator_of(
     device_kind:str,   # what JAX calls a device: 'TPU v5 lite', 'TPU v6 lite', 'cpu'
-)->str|None:           # an accelerator of `TPU_SPECS` with that device (its HBM per device is what counts), or None (not a TPU)
+# an accelerator of `TPU_SPECS` with that device (its HBM per device is what counts), or None (not a TPU)
+)->str|None:
     "The `TPU_SPECS` accelerator whose devices are `device_kind`"
-    return next((r['accelerator'] for r in TPU_SPECS if r.get('device_kind', '').lower() == (device_kind or '').lower()), None)
+    return next(
+        (r['accelerator'] for r in TPU_SPECS if r.get('device_kind', '').lower() == (device_kind or '').lower()), None)
 
 # %% ../nbs/08_plan.ipynb #80961332
 def hbm_bytes(
@@ -118,29 +132,38 @@ def check_fits(
     if plan['total'] > usable:
         gb = lambda b: f'{b / 1e9:.1f} GB'
         raise MemoryError(f"{batch_size} rows of {max_len} tokens in {precision} need {gb(plan['total'])} per device "
-                          f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, optimizer {gb(plan['optimizer'])}, "
+                          f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, optimizer "
+                          f"{gb(plan['optimizer'])}, "
                           f"activations {gb(plan['activations'])}), more than {gb(usable)} of a {accelerator} "
-                          f"device's {gb(hbm)}: use {' or '.join(_what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin))}")
+                          f"device's {gb(hbm)}: use "
+                          f"{' or '.join(_what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin))}")
     return plan
 
 # %% ../nbs/08_plan.ipynb #192ffeec
 def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin)->list:
-    "What would fit, cheapest change first: a smaller batch; half the length; fewer bytes a weight; more devices a copy; LoRA; a TPU with more HBM"
+    """What would fit, cheapest change first: a smaller batch; half the length; fewer bytes a weight; more devices a
+    copy; LoRA; a TPU with more HBM"""
     def best(acc, prec, mp, lo):   # the largest batch (or 0) with these settings
         return largest_batch(memory_plan(config, max_len, batch_size, prec, lo, mp), hbm_bytes(acc), margin)
     devices = lambda acc: tpu_spec(acc)['chips'] * tpu_spec(acc)['devices_per_chip']
-    cheaper = [p for p in PRECISION_BYTES if PRECISION_BYTES[p] <= PRECISION_BYTES[precision]]   # this one first, then the smaller ones
-    out = [f"batch_size={best(accelerator, precision, model_parallel, lora)}"] if best(accelerator, precision, model_parallel, lora) else []
-    half = memory_plan(config, max_len // 2, batch_size, precision, lora, model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
+    # this one first, then the smaller ones
+    cheaper = [p for p in PRECISION_BYTES if PRECISION_BYTES[p] <= PRECISION_BYTES[precision]]
+    out = [f"batch_size={best(accelerator, precision, model_parallel, lora)}"] if best(accelerator, precision,
+                                                                                       model_parallel, lora) else []
+    half = memory_plan(config, max_len // 2, batch_size, precision, lora,
+                       model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
     out += [f"max_len={max_len // 2}"] if max_len > 1 and half else []
-    for acc in [accelerator] + [r['accelerator'] for r in TPU_SPECS if r['accelerator'] != accelerator and devices(r['accelerator']) > 1]:
+    for acc in [accelerator] + [
+        r['accelerator'] for r in TPU_SPECS if r['accelerator'] != accelerator and devices(r['accelerator']) > 1]:
         for lo in ([lora] if lora else [0, 8]):
             for mp in [m for m in range(model_parallel, devices(acc) + 1) if devices(acc) % m == 0]:
                 for prec in cheaper:
                     b = best(acc, prec, mp, lo)
                     if b and (acc, prec, mp, lo) != (accelerator, precision, model_parallel, lora):
-                        change = [f"precision='{prec}'"] * (prec != precision) + [f"model_parallel={mp}"] * (mp != model_parallel) + [f"lora=8"] * (lo != lora)
-                        out.append(', '.join(change + [f"batch_size={b}"]) + ('' if acc == accelerator else f" on a {acc}"))
+                        change = (
+                            [f"precision='{prec}'"] * (prec != precision) + [f"model_parallel={mp}"] * (mp != model_parallel) + [f"lora=8"] * (lo != lora))
+                        out.append(
+                            ', '.join(change + [f"batch_size={b}"]) + ('' if acc == accelerator else f" on a {acc}"))
                         return out   # with the cheapest such change
     return out or ["a larger TPU: nothing in TPU_SPECS holds this model's weights"]
 
@@ -154,12 +177,16 @@ def step_time(
     lora:int=0,              # LoRA rank (0: every weight trains)
     model_parallel:int=1,    # devices one copy of the weights is sharded over: each does its share of the copy's work
 )->dict:                     # seconds: compute, memory, step (the larger), and which one bounds it
-    "A roofline estimate of one training step on one device, for the run's own layout: its share of a copy's FLOPs and its own bytes"
+    """A roofline estimate of one training step on one device, for the run's own layout: its share of a copy's FLOPs
+    and its own bytes"""
     r, p = tpu_spec(accelerator), memory_plan(config, max_len, batch_size, precision, lora, model_parallel)
     flops = train_flops(model_dims(config), batch_size * max_len, max_len) / model_parallel
-    if lora: flops *= 2 / 3   # frozen weights: the forward pass and the inputs' gradients, but no gradient of their own (of 6 FLOPs per weight, 4)
+    # frozen weights: the forward pass and the inputs' gradients, but no gradient of their own (of 6 FLOPs per weight,
+    # 4)
+    if lora: flops *= 2 / 3
     peak = r['peak_bf16_tflops_per_chip'] * 1e12 / r['devices_per_chip']
     moved = 2 * p['weights'] + 2 * (p['gradients'] + p['optimizer']) + 2 * p['activations']
     bw = (r['hbm_gbps_per_chip'] or float('nan')) * 1e9 / r['devices_per_chip']
     compute, memory = flops / peak, moved / bw
-    return dict(compute=compute, memory=memory, step=max(compute, memory), bound='compute' if compute >= memory else 'memory')
+    return dict(compute=compute, memory=memory, step=max(compute, memory),
+                bound='compute' if compute >= memory else 'memory')

@@ -67,7 +67,8 @@ def load_array(path)->np.ndarray:
     "Load a .npy written by `save_array`; a corrupted file raises `RunDirError` naming it"
     try: return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
-        raise RunDirError(f"{path} is corrupted or unreadable ({e}). Delete it (or the whole fold folder) and rerun to redo that fold.") from None
+        raise RunDirError(f"{path} is corrupted or unreadable ({e}). Delete it (or the whole fold folder) and rerun "
+                          f"to redo that fold.") from None
 
 # %% ../nbs/05_rundir.ipynb #c2cdaa3b
 def write_csv(df, path)->Path:
@@ -92,17 +93,23 @@ def open_run(
             elif p.exists(): p.unlink()
     elif rj.exists():
         old = read_json(rj)
-        diff = sorted(k for k in set(old) | set(meta) if k in old and old.get(k) != meta.get(k))   # a key an older run lacks is no difference
+        # a key an older run lacks is no difference
+        diff = sorted(k for k in set(old) | set(meta) if k in old and old.get(k) != meta.get(k))
         if diff:
             detail = '; '.join(f"{k}: {old.get(k)!r} -> {meta.get(k)!r}" for k in diff if k != 'config')
             oc, nc = old.get('config', {}), meta.get('config', {})
             cfgd = sorted(k for k in set(oc) | set(nc) if oc.get(k) != nc.get(k))
-            if cfgd: detail += ('; ' if detail else '') + 'config ' + ', '.join(f"{k}: {oc.get(k)!r} -> {nc.get(k)!r}" for k in cfgd)
-            raise RunDirError(f"{out} holds a different run ({detail}). Use a new output folder, or overwrite to discard the old run.")
-        if set(meta) - set(old): write_json(rj, {**old, **meta})   # written by an older tpututor: what it lacked is added
+            if cfgd:
+                detail += ('; ' if detail else '') + 'config ' + ', '.join(
+                    f"{k}: {oc.get(k)!r} -> {nc.get(k)!r}" for k in cfgd)
+            raise RunDirError(
+                f"{out} holds a different run ({detail}). Use a new output folder, or overwrite to discard the old run.")
+        # written by an older tpututor: what it lacked is added
+        if set(meta) - set(old): write_json(rj, {**old, **meta})
         return out
     try: out.mkdir(parents=True, exist_ok=True)
-    except OSError as e: raise RunDirError(f"cannot create output folder {out}: {e.strerror}. Choose a writable --out.") from None
+    except OSError as e:
+        raise RunDirError(f"cannot create output folder {out}: {e.strerror}. Choose a writable --out.") from None
     if not os.access(out, os.W_OK): raise RunDirError(f"output folder {out} is not writable. Choose a writable --out.")
     write_json(rj, meta)
     return out
@@ -143,7 +150,9 @@ def load_fold(
     "What a finished fold saved, checked against the fold's size"
     fd = Path(fd)
     done, oof = read_json(fd/'done.json'), load_array(fd/'oof.npy')
-    if len(oof) != n_valid: raise RunDirError(f"{fd/'oof.npy'} has {len(oof)} rows, but the fold has {n_valid}: delete {fd} to redo the fold")
+    if len(oof) != n_valid:
+        raise RunDirError(
+            f"{fd/'oof.npy'} has {len(oof)} rows, but the fold has {n_valid}: delete {fd} to redo the fold")
     return done, oof, load_array(fd/'test.npy') if with_test else None
 
 # %% ../nbs/05_rundir.ipynb #240da8a6
@@ -152,18 +161,24 @@ def assign_weights(
     path,    # a safetensors file of its weights
     key=lambda w: w.name, # a weight's key in the file (Keras 3 keys by `w.path`)
 ):           # `model`, with the weights assigned
-    "Assign the weights in a safetensors file to a Keras model (anything with `.weights` that `assign`) by name, checking names and shapes"
+    """Assign the weights in a safetensors file to a Keras model (anything with `.weights` that `assign`) by name,
+    checking names and shapes"""
     from safetensors.numpy import load_file
     try: tensors = load_file(str(path))
-    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
+    except Exception as e:
+        raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain "
+                          f"that fold") from None
     names = {key(w) for w in model.weights}
     missing, extra = sorted(names - set(tensors)), sorted(set(tensors) - names)
     if missing or extra:
         raise ValueError(f"{path} does not match the model: missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                         f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the same config (model, task, n_outputs)?")
+                         f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}. Was it saved from a model of the "
+                         f"same config (model, task, n_outputs)?")
     for w in model.weights:
         t = tensors[key(w)]
         if tuple(w.shape) != t.shape:
-            raise ValueError(f"{path}: weight {key(w)} has shape {t.shape} in the file but {tuple(w.shape)} in the model: the configs differ")
+            raise ValueError(
+                f"{path}: weight {key(w)} has shape {t.shape} in the file but {tuple(w.shape)} in the model: the "
+                f"configs differ")
         w.assign(t)
     return model

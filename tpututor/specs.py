@@ -14,7 +14,8 @@ __all__ = ['TPU_SPECS', 'GPU_SPECS', 'tpu_table', 'mxu_size', 'tpu_spec']
 # %% ../nbs/06_specs.ipynb #bea847f4
 _V5E = dict(cores_per_chip=1, devices_per_chip=1, mxus_per_core=4, mxu='128x128', device_kind='TPU v5 lite',
             hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
-            vmem_mib=128, ici_links=4, ici_gbps_per_link=45, pcie_gbps_per_chip=15, source='https://cloud.google.com/tpu/docs/v5e')
+            vmem_mib=128, ici_links=4, ici_gbps_per_link=45,
+            pcie_gbps_per_chip=15, source='https://cloud.google.com/tpu/docs/v5e')
 
 # %% ../nbs/06_specs.ipynb #5b3692ce
 # Links (the JAX scaling book's TPU chapter, https://jax-ml.github.io/scaling-book/tpus/): ICI GB/s per link one way,
@@ -28,18 +29,21 @@ TPU_SPECS = [
          source='https://cloud.google.com/tpu/docs/v6e'),
     dict(accelerator='v5p-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v5', hbm_gb_per_chip=95, hbm_gbps_per_chip=2765,
-         peak_bf16_tflops_per_chip=459, ici_links=6, ici_gbps_per_link=90, source='https://cloud.google.com/tpu/docs/v5p'),
+         peak_bf16_tflops_per_chip=459, ici_links=6, ici_gbps_per_link=90,
+         source='https://cloud.google.com/tpu/docs/v5p'),
     dict(accelerator='v4-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v4', hbm_gb_per_chip=32, hbm_gbps_per_chip=1200,
          peak_bf16_tflops_per_chip=275, ici_links=6, ici_gbps_per_link=45, pcie_gbps_per_chip=16,
          source='https://cloud.google.com/tpu/docs/v4'),
     dict(accelerator='v3-8', where='older Kaggle and Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
          mxus_per_core=2, mxu='128x128', device_kind='TPU v3', hbm_gb_per_chip=32, hbm_gbps_per_chip=900,
-         peak_bf16_tflops_per_chip=123, ici_links=4, ici_gbps_per_link=100, source='https://cloud.google.com/tpu/docs/v3'),
+         peak_bf16_tflops_per_chip=123, ici_links=4, ici_gbps_per_link=100,
+         source='https://cloud.google.com/tpu/docs/v3'),
     dict(accelerator='v2-8', where='older Colab notebooks', chips=4, cores_per_chip=2, devices_per_chip=2,
          mxus_per_core=1, mxu='128x128', device_kind='TPU v2', hbm_gb_per_chip=16, hbm_gbps_per_chip=None,
          peak_bf16_tflops_per_chip=45,
-         source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, Jouppi et al. 2020'),
+         source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, '
+                'Jouppi et al. 2020'),
 ]
 
 # %% ../nbs/06_specs.ipynb #68a868c6
@@ -51,7 +55,8 @@ def _macs_per_cycle(row):
 def tpu_table(
     specs:list|None=None, # rows like those of `TPU_SPECS` (default: `TPU_SPECS`)
 ):                        # a pandas DataFrame, one row per accelerator
-    "`TPU_SPECS` with what a program sees derived: devices, HBM and peak per chip and per device and in total, implied MXU clock"
+    """`TPU_SPECS` with what a program sees derived: devices, HBM and peak per chip and per device and in total,
+    implied MXU clock"""
     import pandas as pd
     df = pd.DataFrame(TPU_SPECS if specs is None else specs)
     df['devices'] = df.chips * df.devices_per_chip
@@ -69,7 +74,8 @@ def mxu_size(
 )->int:       # the side of its MXU: 128, or 256 on v6e
     "The MXU size to pad matmul dimensions to on the TPU `name`, from `TPU_SPECS`"
     for r in TPU_SPECS:
-        if name in (r['accelerator'], r['accelerator'].split('-')[0], r['device_kind']): return int(r['mxu'].split('x')[0])
+        if name in (r['accelerator'], r['accelerator'].split('-')[0], r['device_kind']):
+            return int(r['mxu'].split('x')[0])
     known = sorted({r['accelerator'] for r in TPU_SPECS} | {r['accelerator'].split('-')[0] for r in TPU_SPECS})
     raise ValueError(f"Unknown TPU {name!r}: use an accelerator or generation such as {known}, "
                      f"or a JAX device_kind such as {sorted({r['device_kind'] for r in TPU_SPECS})}")
@@ -84,15 +90,26 @@ def tpu_spec(
     return rows[accelerator]
 
 # %% ../nbs/06_specs.ipynb #9d2d08d4
-GPU_SPECS = [   # NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins
-    dict(match=r'H100.*PCIe', bf16=756, fp16=756, tf32=378, fp32=51, source='https://www.nvidia.com/en-us/data-center/h100/'),
-    dict(match=r'H100.*NVL', bf16=835, fp16=835, tf32=418, fp32=60, source='https://www.nvidia.com/en-us/data-center/h100/ (NVL)'),
-    dict(match=r'H100|GH200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h100/ (SXM)'),
-    dict(match=r'H200', bf16=989, fp16=989, tf32=494, fp32=67, source='https://www.nvidia.com/en-us/data-center/h200/ (SXM)'),
-    dict(match=r'A100', bf16=312, fp16=312, tf32=156, fp32=19.5, source='https://www.nvidia.com/en-us/data-center/a100/'),
-    dict(match=r'\bA10\b', bf16=125, fp16=125, tf32=62.5, fp32=31.2, source='https://www.nvidia.com/en-us/data-center/products/a10-gpu/'),
-    dict(match=r'\bL4\b', bf16=121, fp16=121, tf32=60, fp32=30.3, source='https://www.nvidia.com/en-us/data-center/l4/'),
-    dict(match=r'\bT4\b', bf16=None, fp16=65, tf32=None, fp32=8.1, source='https://www.nvidia.com/en-us/data-center/tesla-t4/'),
-    dict(match=r'V100.*PCIE', bf16=None, fp16=112, tf32=None, fp32=14, source='https://www.nvidia.com/en-us/data-center/v100/'),
-    dict(match=r'V100', bf16=None, fp16=125, tf32=None, fp32=15.7, source='https://www.nvidia.com/en-us/data-center/v100/ (SXM2)'),
+# NVIDIA datasheet peaks per GPU in TFLOP/s, dense (no sparsity); the first `match` found in the name wins
+GPU_SPECS = [
+    dict(match=r'H100.*PCIe', bf16=756, fp16=756, tf32=378, fp32=51,
+         source='https://www.nvidia.com/en-us/data-center/h100/'),
+    dict(match=r'H100.*NVL', bf16=835, fp16=835, tf32=418, fp32=60,
+         source='https://www.nvidia.com/en-us/data-center/h100/ (NVL)'),
+    dict(match=r'H100|GH200', bf16=989, fp16=989, tf32=494, fp32=67,
+         source='https://www.nvidia.com/en-us/data-center/h100/ (SXM)'),
+    dict(match=r'H200', bf16=989, fp16=989, tf32=494, fp32=67,
+         source='https://www.nvidia.com/en-us/data-center/h200/ (SXM)'),
+    dict(match=r'A100', bf16=312, fp16=312, tf32=156, fp32=19.5,
+         source='https://www.nvidia.com/en-us/data-center/a100/'),
+    dict(match=r'\bA10\b', bf16=125, fp16=125, tf32=62.5, fp32=31.2,
+         source='https://www.nvidia.com/en-us/data-center/products/a10-gpu/'),
+    dict(match=r'\bL4\b', bf16=121, fp16=121, tf32=60, fp32=30.3,
+         source='https://www.nvidia.com/en-us/data-center/l4/'),
+    dict(match=r'\bT4\b', bf16=None, fp16=65, tf32=None, fp32=8.1,
+         source='https://www.nvidia.com/en-us/data-center/tesla-t4/'),
+    dict(match=r'V100.*PCIE', bf16=None, fp16=112, tf32=None, fp32=14,
+         source='https://www.nvidia.com/en-us/data-center/v100/'),
+    dict(match=r'V100', bf16=None, fp16=125, tf32=None, fp32=15.7,
+         source='https://www.nvidia.com/en-us/data-center/v100/ (SXM2)'),
 ]

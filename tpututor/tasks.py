@@ -26,7 +26,8 @@ def class_metrics(y, pred)->dict: # accuracy, f1 (binary) or f1_macro, and ROC A
         if len(np.unique(y)) == 2: out['roc_auc'] = roc_auc_score(y, pred[:, 1])
     else:
         out['f1_macro'] = f1_score(y, pred.argmax(1), average='macro')
-        if len(np.unique(y)) == pred.shape[1]: out['roc_auc_ovr'] = roc_auc_score(y, pred / pred.sum(1, keepdims=True), multi_class='ovr')
+        if len(np.unique(y)) == pred.shape[1]:
+            out['roc_auc_ovr'] = roc_auc_score(y, pred / pred.sum(1, keepdims=True), multi_class='ovr')
     return {k: float(v) for k, v in out.items()}
 
 # %% ../nbs/02_tasks.ipynb #c1ed3a32
@@ -34,7 +35,9 @@ def spearman_metrics(y, pred)->dict: # mean column-wise Spearman correlation (QU
     "Mean Spearman correlation over the target columns that vary"
     from scipy.stats import spearmanr
     pred = np.asarray(pred, np.float64); y = np.asarray(y, np.float64).reshape(len(pred), -1)
-    cols = [spearmanr(y[:, j], pred[:, j]).statistic for j in range(y.shape[1]) if np.ptp(y[:, j]) > 0 and np.ptp(pred[:, j]) > 0]
+    cols = [
+        spearmanr(y[:, j],
+                  pred[:, j]).statistic for j in range(y.shape[1]) if np.ptp(y[:, j]) > 0 and np.ptp(pred[:, j]) > 0]
     return {'spearman': float(np.mean(cols)) if cols else float('nan')}
 
 # %% ../nbs/02_tasks.ipynb #640621a8
@@ -72,8 +75,10 @@ class Task:
     "One row of the task table"
     name:str              # as `TrainConfig.task` spells it
     pair:bool             # trains on two texts per row, each through the same encoder
-    targets:str|None      # 'classes' (int ids), 'unit' (floats in [0, 1]), 'real' (any floats); None: the order is the label
-    head:str              # 'linear' (one text), 'scores' (one score per text of a pair), 'siamese' (on [u, v, |u-v|, u*v])
+    # 'classes' (int ids), 'unit' (floats in [0, 1]), 'real' (any floats); None: the order is the label
+    targets:str|None
+    # 'linear' (one text), 'scores' (one score per text of a pair), 'siamese' (on [u, v, |u-v|, u*v])
+    head:str
     activation:str|None   # what turns the head's outputs into predictions: 'softmax', 'sigmoid' or None
     loss:str              # 'cross_entropy', 'binary_cross_entropy', 'mse' or 'margin' (keys of `LOSSES_NP`)
     metrics:Callable      # f(y, predictions) -> dict of metrics
@@ -84,20 +89,25 @@ class Task:
     def check_outputs(self, n:int):
         "Raise ValueError unless `n` outputs suit the task"
         if not isinstance(n, int) or n < 1: raise ValueError(f"n_outputs={n!r} must be a positive integer")
-        if n < self.min_outputs: raise ValueError(f"{self.name} needs n_outputs >= {self.min_outputs} (the number of classes), got {n}; a binary task has 2")
+        if n < self.min_outputs:
+            raise ValueError(
+                f"{self.name} needs n_outputs >= {self.min_outputs} (the number of classes), got {n}; a binary task "
+                f"has 2")
         if self.max_outputs is not None and n > self.max_outputs:
             raise ValueError(f"{self.name} predicts one score per text: n_outputs must be {self.max_outputs}, got {n}")
 
 TASK_TABLE = (
     Task('classification', pair=False, targets='classes', head='linear',  activation='softmax', loss='cross_entropy',
          metrics=class_metrics, main='accuracy', min_outputs=2),
-    Task('multilabel',     pair=False, targets='unit',    head='linear',  activation='sigmoid', loss='binary_cross_entropy',
+    Task('multilabel',     pair=False, targets='unit',    head='linear',
+         activation='sigmoid', loss='binary_cross_entropy',
          metrics=spearman_metrics, main='spearman'),
     Task('regression',     pair=False, targets='real',    head='linear',  activation=None,      loss='mse',
          metrics=regression_metrics, main='spearman'),
     Task('ranking',        pair=True,  targets=None,      head='scores',  activation=None,      loss='margin',
          metrics=pair_metrics, main='pair_agreement', max_outputs=1),
-    Task('siamese',        pair=True,  targets='unit',    head='siamese', activation='sigmoid', loss='binary_cross_entropy',
+    Task('siamese',        pair=True,  targets='unit',    head='siamese',
+         activation='sigmoid', loss='binary_cross_entropy',
          metrics=spearman_metrics, main='spearman'),
 )
 TASK = {t.name: t for t in TASK_TABLE}
@@ -116,19 +126,29 @@ def check(self:Task,
     if y is None: raise ValueError(f"task {self.name!r} needs labels, got None")
     y = np.asarray(y)
     if len(y) != n: raise ValueError(f"labels have {len(y)} rows but the inputs have {n}")
-    if y.dtype.kind not in 'biuf': raise ValueError(f"labels must be numbers, got dtype {y.dtype} (first values {y[:3].tolist()})")
+    if y.dtype.kind not in 'biuf':
+        raise ValueError(f"labels must be numbers, got dtype {y.dtype} (first values {y[:3].tolist()})")
     bad = np.flatnonzero(~np.isfinite(y.astype(float)).reshape(n, -1).all(1))
-    if len(bad): raise ValueError(f"labels have {len(bad)} missing or infinite value(s), in rows {bad[:5].tolist()}{' ...' if len(bad) > 5 else ''}: drop or fill them")
+    if len(bad):
+        raise ValueError(
+            f"labels have {len(bad)} missing or infinite value(s), in rows "
+            f"{bad[:5].tolist()}{' ...' if len(bad) > 5 else ''}: drop or fill them")
     if self.targets == 'classes':
         if y.ndim != 1: raise ValueError(f"{self.name} labels must be one class id per row, got shape {y.shape}")
-        if (y != np.round(y)).any(): raise ValueError(f"class ids must be whole numbers, got e.g. {y[y != np.round(y)][:3].tolist()}")
+        if (y != np.round(y)).any():
+            raise ValueError(f"class ids must be whole numbers, got e.g. {y[y != np.round(y)][:3].tolist()}")
         out = np.flatnonzero((y < 0) | (y >= n_outputs))
-        if len(out): raise ValueError(f"class ids must be in 0..{n_outputs-1} (n_outputs={n_outputs}); rows {out[:5].tolist()} have {y[out[:5]].tolist()}")
+        if len(out):
+            raise ValueError(
+                f"class ids must be in 0..{n_outputs-1} (n_outputs={n_outputs}); rows {out[:5].tolist()} have "
+                f"{y[out[:5]].tolist()}")
         return y.astype(np.int64)
     y = y.astype(np.float32).reshape(n, -1)
     if y.shape[1] != n_outputs: raise ValueError(f"{self.name} expects {n_outputs} target column(s), got {y.shape[1]}")
     if self.targets == 'unit' and ((y < 0) | (y > 1)).any():
-        raise ValueError(f"{self.name} targets must lie in [0, 1] (they go through a sigmoid); got min {y.min()}, max {y.max()}. Use task='regression' for other ranges")
+        raise ValueError(
+            f"{self.name} targets must lie in [0, 1] (they go through a sigmoid); got min {y.min()}, max {y.max()}. "
+            f"Use task='regression' for other ranges")
     return y
 
 # %% ../nbs/02_tasks.ipynb #02d45098

@@ -18,13 +18,16 @@ __all__ = ['FRAMEWORKS', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_c
            'record_text', 'record_entry', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
-_SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
+_SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'],
+             'roberta': ['<s>', '<pad>', '</s>', '<unk>', '<mask>'],
              'decoder': ['<pad>', '<eos>', '<bos>', '<unk>']}
 
 def train_tokenizer(
     texts,                 # iterable of str to learn the vocabulary from
     vocab_size:int=2000,   # size of the vocabulary, special tokens included
-    arch:str='bert',       # 'bert' (WordPiece, lower-case), 'roberta' (byte-level BPE) or 'decoder' (byte-level BPE, BOS before the text, as Gemma and Llama)
+    # 'bert' (WordPiece, lower-case), 'roberta' (byte-level BPE) or 'decoder' (byte-level BPE, BOS before the text, as
+    # Gemma and Llama)
+    arch:str='bert',
     min_frequency:int=2,   # a merge or word piece must be seen this often
 ):                         # a `tokenizers.Tokenizer` with special tokens and pair template set
     "Train a small tokenizer of the kind `arch` models use"
@@ -47,11 +50,14 @@ def train_tokenizer(
     ids = {t: tok.token_to_id(t) for t in sp}
     if arch == 'bert':
         tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
-                                                           special_tokens=[('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
+                                                           special_tokens=[
+                                                               ('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
     elif arch == 'roberta':
         tok.post_processor = processors.TemplateProcessing(single='<s> $A </s>', pair='<s> $A </s> </s> $B </s>',
                                                            special_tokens=[('<s>', ids['<s>']), ('</s>', ids['</s>'])])
-    else: tok.post_processor = processors.TemplateProcessing(single='<bos> $A', pair='<bos> $A $B:1', special_tokens=[('<bos>', ids['<bos>'])])
+    else:
+        tok.post_processor = processors.TemplateProcessing(
+            single='<bos> $A', pair='<bos> $A $B:1', special_tokens=[('<bos>', ids['<bos>'])])
     return tok
 
 # %% ../nbs/12_testing.ipynb #a19ed024
@@ -69,7 +75,9 @@ def tiny_config(
     common = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                   intermediate_size=4*hidden, **kwargs)
     if arch == 'bert': return BertConfig(max_position_embeddings=max_len, pad_token_id=0, **common)
-    if arch == 'roberta': return RobertaConfig(max_position_embeddings=max_len+2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1, **common)
+    if arch == 'roberta':
+        return RobertaConfig(max_position_embeddings=max_len+2, pad_token_id=1,
+                             bos_token_id=0, eos_token_id=2, type_vocab_size=1, **common)
     raise ValueError(f"arch must be 'bert' or 'roberta', got {arch!r}")
 
 # %% ../nbs/12_testing.ipynb #bf338dde
@@ -86,17 +94,22 @@ def tiny_model_dir(
     tok = train_tokenizer(texts, vocab_size, arch)
     sp = _SPECIALS[arch]
     names = dict(zip(('pad_token','unk_token','cls_token','sep_token','mask_token'), sp)) if arch == 'bert' else \
-            dict(zip(('bos_token','pad_token','eos_token','unk_token','mask_token'), sp)) | {'cls_token': '<s>', 'sep_token': '</s>'}
+            dict(zip(('bos_token','pad_token','eos_token','unk_token','mask_token'), sp)) | {
+                'cls_token': '<s>', 'sep_token': '</s>'}
     PreTrainedTokenizerFast(tokenizer_object=tok, **names).save_pretrained(path)
     tiny_config(arch, tok.get_vocab_size(), **kwargs).save_pretrained(path)
     return path
 
 # %% ../nbs/12_testing.ipynb #64812110
 def _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs):
-    "A decoder's config at a tiny size, with its real switches: grouped-query attention (kv heads fewer than heads), Gemma's single kv head and tanh GELU, Qwen's tied embeddings"
+    """A decoder's config at a tiny size, with its real switches: grouped-query attention (kv heads fewer than
+    heads), Gemma's single kv head and tanh GELU, Qwen's tied embeddings"""
     from transformers import AutoConfig
-    c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=max(1, heads // 2),
-             intermediate_size=2 * hidden, max_position_embeddings=max_len, pad_token_id=0, eos_token_id=1, bos_token_id=2)   # `_SPECIALS['decoder']`
+    c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+             num_attention_heads=heads, num_key_value_heads=max(1, heads // 2),
+             # `_SPECIALS['decoder']`
+             intermediate_size=2 * hidden, max_position_embeddings=max_len,
+             pad_token_id=0, eos_token_id=1, bos_token_id=2)
     c |= {'gemma':   dict(num_key_value_heads=1, head_dim=hidden // heads, hidden_activation='gelu_pytorch_tanh'),
           'qwen':    dict(tie_word_embeddings=True),
           'llama':   dict(tie_word_embeddings=False),
@@ -116,18 +129,25 @@ def tiny_family_config(
     "A tiny config of any family, with the switches its real checkpoints have"
     from transformers import AutoConfig
     if family in DECODERS: return _tiny_decoder_config(family, vocab_size, hidden, layers, heads, max_len, **kwargs)
-    if family not in FAMILIES: raise ValueError(f"family must be one of {list(FAMILIES) + list(DECODERS)}, got {family!r}")
-    bert_ids = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3)   # [PAD] [UNK] [CLS] [SEP] [MASK], as `train_tokenizer` numbers them
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES) + list(DECODERS)}, got {family!r}")
+    # [PAD] [UNK] [CLS] [SEP] [MASK], as `train_tokenizer` numbers them
+    bert_ids = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3)
     c = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
              intermediate_size=4 * hidden, max_position_embeddings=max_len, **bert_ids)
-    c |= {'roberta':     dict(max_position_embeddings=max_len + 2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1),
-          'xlm-roberta': dict(max_position_embeddings=max_len + 2, pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1),
+    c |= {'roberta':     dict(max_position_embeddings=max_len + 2, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, type_vocab_size=1),
+          'xlm-roberta': dict(max_position_embeddings=max_len + 2, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, type_vocab_size=1),
           'distilbert':  dict(dim=hidden, n_layers=layers, n_heads=heads, hidden_dim=4 * hidden),
           'albert':      dict(embedding_size=hidden // 2, hidden_act='gelu_new'),
           'electra':     dict(embedding_size=hidden // 2),
-          'deberta-v3':  dict(relative_attention=True, position_buckets=16, max_relative_positions=-1, pos_att_type=['p2c', 'c2p'],
-                              norm_rel_ebd='layer_norm', share_att_key=True, position_biased_input=False, type_vocab_size=0),
-          'modernbert':  dict(intermediate_size=2 * hidden, global_attn_every_n_layers=2, local_attention=16, cls_token_id=2,
+          'deberta-v3':  dict(relative_attention=True, position_buckets=16,
+                              max_relative_positions=-1, pos_att_type=['p2c', 'c2p'],
+                              norm_rel_ebd='layer_norm', share_att_key=True,
+                              position_biased_input=False, type_vocab_size=0),
+          'modernbert':  dict(intermediate_size=2 * hidden, global_attn_every_n_layers=2,
+                              local_attention=16, cls_token_id=2,
                               sep_token_id=3, global_rope_theta=160000.0, local_rope_theta=10000.0),
          }.get(family, {}) | kwargs
     return AutoConfig.for_model(FAMILIES[family]['model_type'], **c)
@@ -152,7 +172,8 @@ def tiny_checkpoint(
     sp = _SPECIALS[kind]
     names = dict(zip(('pad_token', 'unk_token', 'cls_token', 'sep_token', 'mask_token'), sp)) if kind == 'bert' else \
             dict(zip(('pad_token', 'eos_token', 'bos_token', 'unk_token'), sp)) if kind == 'decoder' else \
-            dict(zip(('bos_token', 'pad_token', 'eos_token', 'unk_token', 'mask_token'), sp)) | {'cls_token': '<s>', 'sep_token': '</s>'}
+            dict(zip(('bos_token', 'pad_token', 'eos_token', 'unk_token', 'mask_token'), sp)) | {
+                'cls_token': '<s>', 'sep_token': '</s>'}
     PreTrainedTokenizerFast(tokenizer_object=tok, **names).save_pretrained(path)
     config = tiny_family_config(family, tok.get_vocab_size(), **kwargs)
     torch.manual_seed(seed)
@@ -170,7 +191,8 @@ def _matrix_data(folder, task:str, rows:int, max_len:int):
     df = rotten_tomatoes().sample(2 * rows, random_state=0)
     tok, text, y = load_tokenizer(str(folder)), df.text.tolist(), df.label.to_numpy()
     if task == 'siamese':
-        return (encode(tok, text[:rows], max_len=max_len), encode(tok, text[rows:], max_len=max_len)), (y[:rows] == y[rows:]).astype('float32')[:, None]
+        return (encode(tok, text[:rows], max_len=max_len),
+                encode(tok, text[rows:], max_len=max_len)), (y[:rows] == y[rows:]).astype('float32')[:, None]
     return encode(tok, text[:rows], max_len=max_len), y[:rows]
 
 # %% ../nbs/12_testing.ipynb #2db01a1b
@@ -196,7 +218,8 @@ def try_model(
                           batch_size=max(1, 32 // backend.replicas()), epochs=1, lr=1e-3, seed=0)
         model, hist = backend.fit(cfg, x, y)
         p = backend.predict(cfg, model, x)
-        if p.shape[0] != rows or not np.isfinite(p).all(): raise ValueError(f"predictions of shape {p.shape} with non-finite values")
+        if p.shape[0] != rows or not np.isfinite(p).all():
+            raise ValueError(f"predictions of shape {p.shape} with non-finite values")
         status, error = 'ok', ''
     except Exception as e:
         status, error = 'failed', f"{type(e).__name__}: {e}"[:500]
@@ -218,7 +241,9 @@ def run_matrix(
         try: fam = family_of(model_config(str(folder)) or {})
         except Exception: fam = None
         r = dict(folder=str(folder), family=fam, task=task, backend=backend, **try_model(be, folder, task))
-        if verbose: print(f"{backend:6} {fam or '?':12} {task:14} {r['status']:8} {r['seconds']:6.1f}s  {r['error'][:150]}", flush=True)
+        if verbose:
+            print(f"{backend:6} {fam or '?':12} {task:14} {r['status']:8} {r['seconds']:6.1f}s  {r['error'][:150]}",
+                  flush=True)
         rows.append(r)
     return rows
 
@@ -252,8 +277,10 @@ def tpu_model(
     if not rehearsal(): return name
     import tempfile
     from tpututor.data import rotten_tomatoes
-    return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')), rotten_tomatoes().text.tolist()[:1000], family, 'hub',
-                               max_len=512))   # as many positions as the real checkpoints: any length a TPU setting picks
+    return str(tiny_checkpoint(Path(tempfile.mkdtemp(prefix=f'tiny-{family}-')),
+                               rotten_tomatoes().text.tolist()[:1000], family, 'hub',
+                               # as many positions as the real checkpoints: any length a TPU setting picks
+                               max_len=512))
 
 # %% ../nbs/12_testing.ipynb #99125439
 def tpu_rows(
@@ -265,10 +292,12 @@ def tpu_rows(
 
 # %% ../nbs/12_testing.ipynb #cc31c104
 def _canon(node)->str:
-    "An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them or not by version)"
+    """An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them
+    or not by version)"""
     import ast
     if isinstance(node, ast.AST):
-        fields = [f'{f}={_canon(v)}' for f, v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
+        fields = [f'{f}={_canon(v)}' for f,
+                  v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
         return f"{type(node).__name__}({', '.join(fields)})"
     if isinstance(node, list): return '[' + ', '.join(map(_canon, node)) + ']'
     return repr(node)
@@ -280,7 +309,9 @@ def code_text(path)->str: # the code as text: the same on every Python from 3.10
     tree = ast.parse(Path(path).read_text())
     for node in ast.walk(tree):
         body = getattr(node, 'body', None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
+        if isinstance(body, list) and body and isinstance(body[0],
+                                                          ast.Expr) and isinstance(getattr(body[0], 'value', None),
+                                                                                   ast.Constant) \
            and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
     return _canon(tree)
 
@@ -298,20 +329,25 @@ def code_hash(
     modules,  # tpututor module names ('tpututor.kfold', ...)
     *files,   # other Python files whose code counts too (the benchmark's own)
 )->str:       # 16 hex digits
-    "A hash of the code of tpututor `modules` and of `files`: it changes when what runs changes, not when a comment does"
+    """A hash of the code of tpututor `modules` and of `files`: it changes when what runs changes, not when a comment
+    does"""
     h = hashlib.sha256()
-    for p in [module_file(m) for m in sorted(set(modules))] + [Path(f) for f in files]: h.update(p.name.encode() + b'\0' + code_text(p).encode())
+    for p in [module_file(m) for m in sorted(set(modules))] + [Path(f) for f in files]:
+        h.update(p.name.encode() + b'\0' + code_text(p).encode())
     return h.hexdigest()[:16]
 
 # %% ../nbs/12_testing.ipynb #1a412552
 def notebook_hash(path)->str: # 16 hex digits
-    "A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it says or runs changes"
+    """A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it
+    says or runs changes"""
     h = hashlib.sha256()
-    for c in json.loads(Path(path).read_text())['cells']: h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
+    for c in json.loads(Path(path).read_text())['cells']:
+        h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
     return h.hexdigest()[:16]
 
 # %% ../nbs/12_testing.ipynb #c92f2134
-FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras', 'keras-hub', 'transformers', 'tokenizers', 'accelerate')
+FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras',
+              'keras-hub', 'transformers', 'tokenizers', 'accelerate')
 
 def versions()->dict:
     "Versions of the frameworks installed here (None for one that is not); `accelerate` runs the Hugging Face Trainer"

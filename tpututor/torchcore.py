@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
-from .config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, row_lengths, width, features, lr_at, length_plan
+from .config import (TrainConfig, Inputs, FIELDS, check_targets, check_inputs, row_lengths, width, features,
+                             lr_at, length_plan)
 from .tasks import Task
 from .encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
 from .models.hub import resolve_model, has_weights
@@ -51,7 +52,8 @@ def as_is(batch): return batch  # collate_fn: `__getitems__` already built the b
 
 # %% ../nbs/09_torchcore.ipynb #74c19bd4
 class EncodedDataset:
-    "Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its longest row"
+    """Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its
+    longest row"""
     def __init__(self,
         data:Inputs,   # an `Encoded`, or a pair `(Encoded, Encoded)`
         y=None,        # targets as `check_targets` returns them (None: no 'labels' in the batches)
@@ -61,13 +63,15 @@ class EncodedDataset:
         self.x = features(data, tuple(first.arrays()))   # input_ids, ... and input_ids_b, ... for a pair's second text
         self.y, self.lengths = y, row_lengths(data)
         self.buckets = sorted(buckets or [width(data)])
-        if len(self) and self.lengths.max() > self.buckets[-1]: self.buckets.append(width(data))  # rows longer than training saw
+        # rows longer than training saw
+        if len(self) and self.lengths.max() > self.buckets[-1]: self.buckets.append(width(data))
     def __len__(self): return len(self.lengths)
     def bucket_len(self, idx)->int:
         "Shortest bucket length holding every row of `idx`"
         return self.buckets[assign_buckets([self.lengths[idx].max()], self.buckets)[0]]
     def __getitems__(self, idx)->dict:
-        "The batch of rows `idx`: {'input_ids', 'attention_mask'[, 'token_type_ids'][, same with '_b' for the 2nd text][, 'labels']}"
+        """The batch of rows `idx`: {'input_ids', 'attention_mask'[, 'token_type_ids'][, same with '_b' for the 2nd
+        text][, 'labels']}"""
         idx = np.asarray(idx); L = self.bucket_len(idx)
         out = {k: torch.from_numpy(np.ascontiguousarray(_cols(a[idx], L))) for k, a in self.x.items()}
         if self.y is not None: out['labels'] = torch.from_numpy(self.y[idx])
@@ -88,7 +92,8 @@ def train_batches(
 # %% ../nbs/09_torchcore.ipynb #6d862663
 def train_loader(ds:EncodedDataset, batch_size:int, grad_accum:int=1, seed:int=0): # a `torch.utils.data.DataLoader`
     "DataLoader over `train_batches`"
-    return torch.utils.data.DataLoader(ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=as_is)
+    return torch.utils.data.DataLoader(
+        ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=as_is)
 
 # %% ../nbs/09_torchcore.ipynb #0dd30282
 def predict_batches(
@@ -128,13 +133,15 @@ class TaskModel(nn.Module):
 
     def forward(self, batch:dict):
         if 'input_ids_b' in batch:   # a pair: stack both texts, one encoder pass, split
-            e = self.embed({k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch})
+            e = self.embed(
+                {k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch})
             if self.kind == 'siamese':
                 u, v = e.chunk(2)
                 return self.head(self.dropout(torch.cat([u, v, (u - v).abs(), u * v], -1)))
             return torch.cat(self.head(self.dropout(e)).chunk(2), -1)   # 'scores': (b, 2), a score per side
         if self.kind == 'siamese':
-            raise ValueError(f"task {self.task!r} compares two texts: pass a pair (questions, answers), not a single Encoded")
+            raise ValueError(
+                f"task {self.task!r} compares two texts: pass a pair (questions, answers), not a single Encoded")
         return self.head(self.dropout(self.embed(batch)))
 
 # %% ../nbs/09_torchcore.ipynb #4af49175
@@ -155,17 +162,20 @@ def task_loss(
 
 # %% ../nbs/09_torchcore.ipynb #2366622c
 def static_masks()->bool: # True when transformers had a mask skip to turn off (5.x), False when there is none (4.57)
-    "Make transformers' eager and SDPA attention build their masks on the device every time, never asking the host whether they may skip them"
+    """Make transformers' eager and SDPA attention build their masks on the device every time, never asking the host
+    whether they may skip them"""
     try: from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
     except ImportError: return False
     if 'allow_is_bidirectional_skip' not in inspect.signature(eager_mask).parameters: return False
     def on_device(mask_fn):
         def mask(*args, **kw):
-            kw['allow_is_bidirectional_skip'] = False   # the skip test is `padding_mask.all()`: a value fetched from the device
+            # the skip test is `padding_mask.all()`: a value fetched from the device
+            kw['allow_is_bidirectional_skip'] = False
             return mask_fn(*args, **kw)
         return mask
     AttentionMaskInterface.register('eager', on_device(eager_mask))
-    if 'allow_is_bidirectional_skip' in inspect.signature(sdpa_mask).parameters: AttentionMaskInterface.register('sdpa', on_device(sdpa_mask))
+    if 'allow_is_bidirectional_skip' in inspect.signature(sdpa_mask).parameters:
+        AttentionMaskInterface.register('sdpa', on_device(sdpa_mask))
     return True
 
 # %% ../nbs/09_torchcore.ipynb #4a778b93
@@ -178,7 +188,8 @@ def _quiet_transformers():
 def _load_encoder(path, conf, weights:bool, attention:str):
     "The encoder of `path`, with its weights or from its config, without BERT's pooler where the class can leave it out"
     from transformers import AutoModel
-    for kw in (dict(add_pooling_layer=False), {}):   # BERT-like models can leave the pooler out; others take no such argument
+    # BERT-like models can leave the pooler out; others take no such argument
+    for kw in (dict(add_pooling_layer=False), {}):
         try:
             return (AutoModel.from_pretrained(path, config=conf, attn_implementation=attention, **kw) if weights
                     else AutoModel.from_config(conf, attn_implementation=attention, **kw))
@@ -188,8 +199,10 @@ def _load_encoder(path, conf, weights:bool, attention:str):
 # %% ../nbs/09_torchcore.ipynb #3c10f9ef
 def build_model(
     cfg:TrainConfig,      # uses model, task, n_outputs, dropout, seed
-    pretrained:bool=True, # load pretrained weights when the model has them (False: the architecture only, e.g. to load a checkpoint into)
-    layer:TorchDevice|None=None, # the device layer it will train on (default: native torch); its backend's families are checked
+    # load pretrained weights when the model has them (False: the architecture only, e.g. to load a checkpoint into)
+    pretrained:bool=True,
+    # the device layer it will train on (default: native torch); its backend's families are checked
+    layer:TorchDevice|None=None,
 )->TaskModel:             # on the CPU; `layer.place_model` moves it
     "A `TaskModel` for `cfg`: the Hugging Face encoder of `cfg.model` and a new head seeded by `cfg.seed`"
     layer = layer or TorchDevice()
@@ -198,7 +211,8 @@ def build_model(
     static_masks()    # one graph per step on transformers 4.57 and 5
     ck = checkpoint(cfg.model).check(layer.name)
     path, conf = ck.path, ck.hf_config()
-    if getattr(conf, 'reference_compile', False) is not False: conf.reference_compile = False   # ModernBERT: the layer decides what compiles
+    # ModernBERT: the layer decides what compiles
+    if getattr(conf, 'reference_compile', False) is not False: conf.reference_compile = False
     if cfg.dropout is not None:
         for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout'):
             if hasattr(conf, k): setattr(conf, k, cfg.dropout)
@@ -233,7 +247,8 @@ def make_optimizer(model:nn.Module, cfg:TrainConfig, layer:TorchDevice|None=None
     return (layer or device_layer(model)).optimizer(param_groups(model, cfg.weight_decay), cfg.lr)
 
 # %% ../nbs/09_torchcore.ipynb #fc8d9e93
-def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs, layer:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
+def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs,
+             layer:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
     "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
     layer = layer or device_layer(model)
     layer.flush()   # pending work of the caller runs on its own, not inside the first batch's graph
@@ -336,7 +351,8 @@ def train_epoch(
                 bar.update()
                 if time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
                     shown = time.perf_counter()
-                    bar.set_postfix_str(f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
+                    bar.set_postfix_str(
+                        f'loss {losses[-1].item():.4f}, {meter}, {watcher.compiles} compiles', refresh=False)
     if bar is not None: bar.close()
     return [l.item() for l in losses]
 
@@ -344,31 +360,39 @@ def train_epoch(
 def step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
 
 # %% ../nbs/09_torchcore.ipynb #e0be55a4
-def train_data(cfg:TrainConfig, train:Inputs, y, layer:TorchDevice)->tuple: # (dataset, optimizer steps per epoch, bucket lengths, rows per micro-batch)
-    "The training rows as a dataset padded to the run's length buckets, and the steps an epoch makes; refused when not one step fits"
+def train_data(cfg:TrainConfig, train:Inputs, y,
+               layer:TorchDevice)->tuple: # (dataset, optimizer steps per epoch, bucket lengths, rows per micro-batch)
+    """The training rows as a dataset padded to the run's length buckets, and the steps an epoch makes; refused when
+    not one step fits"""
     gbs = cfg.batch_size * layer.replicas()
     buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
     ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
     if steps == 0:
         raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
-                         f"(batch_size {cfg.batch_size} x {layer.replicas()} device(s) x grad_accum {cfg.grad_accum}) in any "
+                         f"(batch_size {cfg.batch_size} x {layer.replicas()} device(s) x grad_accum {cfg.grad_accum}) "
+                         f"in any "
                          f"length bucket: use a smaller batch_size or fewer buckets")
     return ds, steps, buckets, gbs
 
 # %% ../nbs/09_torchcore.ipynb #16daba35
 def run_epoch(
-    epoch:int, model:TaskModel, opt, cfg:TrainConfig, ds:EncodedDataset, gbs:int, steps:int, lr, # the fit's state; lr: f() -> the next step's rate
-    layer:TorchDevice, loop:EpochLoop, meter:Throughput, scaler=None, # device layer, epoch loop, speed meter, fp16's scaler
-    valid:Inputs|None=None, y_valid=None, watchers:list|None=None, verbose:bool=True, # validation rows; where each `CompileWatcher` goes
+    # the fit's state; lr: f() -> the next step's rate
+    epoch:int, model:TaskModel, opt, cfg:TrainConfig, ds:EncodedDataset, gbs:int, steps:int, lr,
+    # device layer, epoch loop, speed meter, fp16's scaler
+    layer:TorchDevice, loop:EpochLoop, meter:Throughput, scaler=None,
+    # validation rows; where each `CompileWatcher` goes
+    valid:Inputs|None=None, y_valid=None, watchers:list|None=None, verbose:bool=True,
 ):
     "One epoch of a fit: its steps, its compiles counted, its validation loss, handed to the epoch loop"
     fixed = len(model.buckets) == 1
-    w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 1 else 0, name=f'epoch {epoch}', counter=layer.count_compiles)
+    w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 1 else 0,
+                       name=f'epoch {epoch}', counter=layer.count_compiles)
     if watchers is not None: watchers.append(w)
     loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
     meter.reset(); t0, hits = time.perf_counter(), layer.cache_hits()
-    losses = train_epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer, loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
+    losses = train_epoch(model, opt, cfg, (layer.place(b) for b in loader), lr, w, layer,
+                         loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
     secs, hits = time.perf_counter() - t0, layer.cache_hits() - hits
     loop.history.step_loss += step_losses(losses, cfg.grad_accum)
     loop.history.info['recompiles'].append(w.recompiles)
@@ -376,7 +400,8 @@ def run_epoch(
     if valid is not None:
         ev = layer.count_compiles(); vl = evaluate(cfg, model, valid, y_valid, layer); ev = layer.count_compiles() - ev
     s = meter.summary(secs)
-    loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * gbs, mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
+    loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * gbs,
+                   mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
                    val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
 
 # %% ../nbs/09_torchcore.ipynb #ca3eface
@@ -386,7 +411,8 @@ def fit_model(
     y_train=None,        # their targets (None for ranking)
     valid:Inputs|None=None, # validation rows (None: no evaluation)
     y_valid=None,        # their targets
-    model:TaskModel|None=None, # train this model (on the layer's device) in place; None: `build_model(cfg)`, placed by the layer
+    # train this model (on the layer's device) in place; None: `build_model(cfg)`, placed by the layer
+    model:TaskModel|None=None,
     layer:TorchDevice|None=None, # the device layer (default: `TorchDevice()`, native torch on `accelerator()`)
     verbose:bool=True,   # progress bar and one line per epoch (in process 0)
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
@@ -408,9 +434,12 @@ def fit_model(
     lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
     meter = start.measure(model_dims(model.encoder.config), reps, layer.peak_flops, layer.kind(), mfu)
     verbose = verbose and layer.is_main
-    loop = start.loop(lambda: {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()}, lambda s: layer.restore(model, s),
+    loop = start.loop(lambda: {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()},
+                      lambda s: layer.restore(model, s),
                       verbose, replicas=reps, global_batch=gbs * cfg.grad_accum, steps_per_epoch=steps, recompiles=[])
     model.train()
-    for epoch in loop: run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, layer, loop, meter, scaler, valid, y_valid, watchers, verbose)
+    for epoch in loop:
+        run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, layer,
+                  loop, meter, scaler, valid, y_valid, watchers, verbose)
     if (mem := layer.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)
     return model, loop.finish()

@@ -21,14 +21,18 @@ __all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'in_notebook', 'progress_mode', 
            'prepare_fit', 'Backend', 'get_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
-EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'compiles', 'cache_hits', 'eval_compiles')
+EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu',
+              'mfu_datasheet', 'compiles', 'cache_hits', 'eval_compiles')
 
 @dataclass
 class History:
-    "What a fit did: a record per epoch (`EPOCH_KEYS`, epochs from 1), every step's loss, the best epoch, facts of the run"
+    """What a fit did: a record per epoch (`EPOCH_KEYS`, epochs from 1), every step's loss, the best epoch, facts of
+    the run"""
     records:list=field(default_factory=list)   # one dict per epoch
     step_loss:list=field(default_factory=list) # training loss of every optimizer step
-    best_epoch:int|None=None                   # the epoch (from 1) of the lowest val_loss, whose weights the model holds when the backend keeps snapshots; None without validation
+    # the epoch (from 1) of the lowest val_loss, whose weights the model holds when the backend keeps snapshots; None
+    # without validation
+    best_epoch:int|None=None
     stopped_early:bool=False                   # training stopped before the last epoch (patience ran out)
     info:dict=field(default_factory=dict)      # replicas, global_batch, steps_per_epoch, train_rows, peak_flops, ...
 
@@ -41,8 +45,11 @@ class History:
         if key in EPOCH_KEYS: return self.column(key)
         if key in ('step_loss', 'best_epoch', 'stopped_early'): return getattr(self, key)
         if key in self.info: return self.info[key]
-        raise KeyError(f"history has no {key!r}: epoch keys {EPOCH_KEYS}, step_loss, best_epoch, stopped_early, or info {sorted(self.info)}")
-    def __contains__(self, key): return key in EPOCH_KEYS or key in ('step_loss', 'best_epoch', 'stopped_early') or key in self.info
+        raise KeyError(
+            f"history has no {key!r}: epoch keys {EPOCH_KEYS}, step_loss, best_epoch, stopped_early, or info "
+            f"{sorted(self.info)}")
+    def __contains__(self, key):
+        return key in EPOCH_KEYS or key in ('step_loss', 'best_epoch', 'stopped_early') or key in self.info
     def get(self, key, default=None): return self[key] if key in self else default
     def __len__(self): return len(self.records)
 
@@ -61,7 +68,9 @@ class History:
     def from_dict(cls, d:dict)->'History': return cls(**d)
     def __repr__(self):
         import pandas as pd
-        return (f"History({len(self)} epochs, best epoch {self.best_epoch}{', stopped early' if self.stopped_early else ''})\n"
+        return (
+            f"History({len(self)} epochs, best epoch "
+            f"{self.best_epoch}{', stopped early' if self.stopped_early else ''})\n"
                 + pd.DataFrame(self.records, columns=EPOCH_KEYS).set_index('epoch').to_string())
 
 # %% ../../nbs/backends/00_base.ipynb #d88b8375
@@ -71,7 +80,8 @@ def in_notebook()->bool:
 
 # %% ../../nbs/backends/00_base.ipynb #afb08a9a
 def progress_mode()->str: # 'bar' or 'lines'
-    "'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run; `TPUTUTOR_PROGRESS` overrides"
+    """'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run;
+    `TPUTUTOR_PROGRESS` overrides"""
     mode = os.environ.get('TPUTUTOR_PROGRESS')
     if mode in ('bar', 'lines'): return mode
     if os.environ.get('IN_TEST'): return 'lines'   # nbdev's test runs: outputs kept in a notebook hold no live widgets
@@ -143,13 +153,16 @@ def end_epoch(self:EpochLoop,
     compiles:int=0,          # graphs compiled (or traced) while training this epoch
     val_loss:float|None=None,# validation loss (None: no validation)
     eval_compiles:int=0,     # graphs compiled while validating
-    mfu_datasheet:float|None=None, # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
-    cache_hits:int=0,        # of `compiles`, those loaded from the persistent compile cache (`tpututor.devices.ops.compile_cache_dir`)
+    # model FLOPs utilisation against the datasheet peak (None: no datasheet for the device)
+    mfu_datasheet:float|None=None,
+    # of `compiles`, those loaded from the persistent compile cache (`tpututor.devices.ops.compile_cache_dir`)
+    cache_hits:int=0,
 )->bool:                     # True when training should stop
     "Record the epoch, print its line, keep the best weights, decide on early stopping"
     h = self.history
     rec = dict(epoch=len(h.records) + 1, loss=float(loss), val_loss=None if val_loss is None else float(val_loss),
-               seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9), mfu=None if mfu is None else float(mfu),
+               seconds=float(seconds), examples_per_s=rows / max(seconds, 1e-9),
+               mfu=None if mfu is None else float(mfu),
                mfu_datasheet=None if mfu_datasheet is None else float(mfu_datasheet),
                compiles=int(compiles), cache_hits=int(cache_hits), eval_compiles=int(eval_compiles))
     h.records.append(rec)
@@ -178,7 +191,8 @@ def finish(self:EpochLoop)->History:
 # %% ../../nbs/backends/00_base.ipynb #d598639c
 @dataclass
 class FitStart:
-    "What every backend's fit opens with: the rows and targets checked, then the meter and the epoch loop, made the same way"
+    """What every backend's fit opens with: the rows and targets checked, then the meter and the epoch loop, made the
+    same way"""
     cfg:TrainConfig            # the run
     n:int                      # training rows
     y:np.ndarray|None          # training targets in the task's dtype (None for ranking)
@@ -224,14 +238,17 @@ def loop(self:FitStart,
     **info,                      # facts of the run for `History.info`
 )->EpochLoop:
     "This fit's epoch loop; its history starts with the rows and the peaks"
-    return EpochLoop(self.cfg, snapshot, restore, verbose, train_rows=self.n, peak_flops=self.peak, datasheet_peak_flops=self.sheet, **info)
+    return EpochLoop(self.cfg, snapshot, restore, verbose, train_rows=self.n,
+                     peak_flops=self.peak, datasheet_peak_flops=self.sheet, **info)
 
 # %% ../../nbs/backends/00_base.ipynb #6439e9a1
 class Backend(Protocol):
     "What the k-fold layer and the command line need of a training backend"
     name: str
     def replicas(self)->int: ...
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple[Any, History]: ...
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
+            valid:Inputs|None=None, y_valid=None)->tuple[Any, History]:
+        ...
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: ...
     def save(self, model, path)->None: ...
     def load(self, cfg:TrainConfig, path)->Any: ...
@@ -240,9 +257,11 @@ class Backend(Protocol):
 # %% ../../nbs/backends/00_base.ipynb #741ff93b
 BACKENDS = {   # name -> (module, class, what it is)
     'xla':   ('tpututor.backends.xla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
-    'torch': ('tpututor.backends.torch', 'TorchBackend', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
+    'torch': ('tpututor.backends.torch', 'TorchBackend',
+              'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
     'keras': ('tpututor.backends.keras', 'KerasBackend', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'),
-    'tf':    ('tpututor.backends.tf', 'TfBackend', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
+    'tf':    ('tpututor.backends.tf', 'TfBackend',
+              'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
     'bow':   ('tpututor.backends.bow', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),
 }
 

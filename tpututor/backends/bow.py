@@ -43,7 +43,8 @@ class BowBackend:
 @patch
 def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
     from sklearn.linear_model import LogisticRegression, Ridge
-    if cfg.spec.head == 'siamese': raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
+    if cfg.spec.head == 'siamese':
+        raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
     n, y, yv = start.n, start.y, start.y_valid
     loop = start.loop(verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1)
@@ -51,15 +52,18 @@ def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inpu
     if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
         from scipy.sparse import vstack
         d = self._x(train[0]) - self._x(train[1])
-        m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
+        m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(
+            vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
     elif cfg.spec.targets == 'classes':
-        m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs', max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
+        m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs',
+                               max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
     else: m = Ridge(alpha=1 / self.C).fit(self._x(train), y)
     secs = time.perf_counter() - t0
     loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
     loop.history.step_loss.append(loss)
     for _ in loop:
-        loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(yv, self.predict(cfg, m, valid), cfg.margin))
+        loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(
+            yv, self.predict(cfg, m, valid), cfg.margin))
     return m, loop.finish()
 
 # %% ../../nbs/backends/01_bow.ipynb #d7e4cafb
@@ -78,7 +82,8 @@ def predict(self:BowBackend, cfg:TrainConfig, m, data:Inputs)->np.ndarray:
 @patch
 def save(self:BowBackend, m, path):
     from safetensors.numpy import save_file
-    ts = {'coef': np.ascontiguousarray(m.coef_, dtype=np.float32), 'intercept': np.atleast_1d(np.asarray(m.intercept_, np.float32))}
+    ts = {'coef': np.ascontiguousarray(m.coef_, dtype=np.float32),
+          'intercept': np.atleast_1d(np.asarray(m.intercept_, np.float32))}
     if hasattr(m, 'classes_'): ts['classes'] = np.asarray(m.classes_, np.int64)
     atomic_write(path, lambda t: save_file(ts, t))
 
@@ -88,9 +93,12 @@ def load(self:BowBackend, cfg:TrainConfig, path):
     from safetensors.numpy import load_file
     from sklearn.linear_model import LogisticRegression, Ridge
     try: ts = load_file(str(path))
-    except Exception as e: raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain that fold") from None
+    except Exception as e:
+        raise RunDirError(f"checkpoint {path} is corrupted or unreadable ({e}); delete its fold folder to retrain "
+                          f"that fold") from None
     m = LogisticRegression() if 'classes' in ts else Ridge()
-    m.coef_, m.intercept_ = ts['coef'], ts['intercept'] if len(ts['intercept']) > 1 or 'classes' in ts else ts['intercept'][0]
+    m.coef_, m.intercept_ = (
+        ts['coef'], ts['intercept'] if len(ts['intercept']) > 1 or 'classes' in ts else ts['intercept'][0])
     if 'classes' in ts: m.classes_ = ts['classes']
     if cfg.spec.targets is None: m.coef_ = ts['coef'].reshape(1, -1)
     return m

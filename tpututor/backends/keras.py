@@ -10,7 +10,8 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from ..devices.jax import import_keras, keep_tf_out, describe_jax, local_rows, main_process, agree, JaxDevice
-from ..config import check_run, row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
+from ..config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
+                             row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
@@ -32,15 +33,20 @@ __all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 
 def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
 
 # %% ../../nbs/backends/02_keras.ipynb #38692765
-_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16', 'fp16': 'mixed_float16'}   # TrainConfig.precision -> Keras dtype policy
+# TrainConfig.precision -> Keras dtype policy
+_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16', 'fp16': 'mixed_float16'}
 
 # %% ../../nbs/backends/02_keras.ipynb #54a1dfa8
-KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}  # ours -> KerasHub's
+# ours -> KerasHub's
+KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}
 
 def preset_of(
-    model,   # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a KerasHub preset ('roberta_base_en')
+    # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a
+    # KerasHub preset ('roberta_base_en')
+    model,
 )->str:          # what `keras_hub.models.Backbone.from_preset` takes
-    "The KerasHub preset for a model name: local folders as they are, hub ids as `hf://`, KerasHub preset names unchanged"
+    """The KerasHub preset for a model name: local folders as they are, hub ids as `hf://`, KerasHub preset names
+    unchanged"""
     if isinstance(model, Checkpoint): return model.preset or (model.path if model.local else f'hf://{model.path}')
     if '://' in str(model): return str(model)   # hf://org/name, kaggle://...
     path = resolve_model(model)
@@ -52,7 +58,8 @@ def preset_of(
 def hf_loader(
     preset:str,   # a Hugging Face folder or 'hf://org/name'
 ):                # a KerasHub `SafetensorLoader` that also finds bare names and skips a missing pooler
-    "KerasHub's safetensors reader for checkpoints saved either way: with the model-name prefix or without, with a pooler or without"
+    """KerasHub's safetensors reader for checkpoints saved either way: with the model-name prefix or without, with a
+    pooler or without"""
     from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
     class HfLoader(SafetensorLoader):
         skipped = ()
@@ -75,7 +82,8 @@ _HF_CONFIGS = weakref.WeakKeyDictionary()   # backbone -> the Hugging Face confi
 def load_backbone(
     cfg:TrainConfig,   # uses `model`, `dropout` and `precision`
 ):                     # a `keras_hub.models.Backbone`
-    "The KerasHub encoder of `cfg.model`, converted from the Hugging Face checkpoint; from its config alone when the folder has no weights"
+    """The KerasHub encoder of `cfg.model`, converted from the Hugging Face checkpoint; from its config alone when
+    the folder has no weights"""
     import_keras()
     with keep_tf_out(): import keras_hub
     ck = checkpoint(cfg.model)
@@ -86,19 +94,26 @@ def load_backbone(
             return keras_hub.models.Backbone.from_preset(preset, dtype=_POLICY[cfg.precision], **kw)
     ck.check('keras')
     conv = converter_for(config)
-    if conv is None: raise ValueError(f"KerasHub cannot load {cfg.model!r}: no converter for model type {config.get('model_type')!r}. Use backend 'xla'.")
+    if conv is None:
+        raise ValueError(
+            f"KerasHub cannot load {cfg.model!r}: no converter for model type {config.get('model_type')!r}. Use "
+            f"backend 'xla'.")
     bb = conv.backbone_cls(**{**conv.convert_backbone_config(config), **kw}, dtype=_POLICY[cfg.precision])
     if not ck.local or has_weights(ck.path):
-        if ck.local and not any((Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
+        if ck.local and not any(
+            (Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
             raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
-                             f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it again with "
+                             f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it "
+                             f"again with "
                              "save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
-        with keep_tf_out(), hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)   # KerasHub's file lookup would import TensorFlow
+        # KerasHub's file lookup would import TensorFlow
+        with keep_tf_out(), hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)
     _HF_CONFIGS[bb] = config
     return bb
 
 # %% ../../nbs/backends/02_keras.ipynb #68bc33af
-def backbone_class(cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
+def backbone_class(
+    cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
     "The backbone class of `cfg.model`, known before any weight is made (for its layout map)"
     config = checkpoint(cfg.model).config
     conv = converter_for(config) if config is not None else None
@@ -117,7 +132,8 @@ def _layers():
             return ops.sum(ops.cast(hidden, 'float32') * m, 1) / ops.maximum(ops.sum(m, 1), 1.0)
     @keras.saving.register_keras_serializable('tpututor')
     class LastToken(keras.layers.Layer):
-        "The vector of each row's last real token (the last position where the mask is 1: right or left padding alike), in float32"
+        """The vector of each row's last real token (the last position where the mask is 1: right or left padding
+        alike), in float32"""
         def call(self, hidden, mask):
             pos = ops.where(ops.cast(mask, 'bool'), ops.arange(ops.shape(mask)[1])[None, :], -1)
             last = ops.argmax(pos, axis=1)
@@ -131,7 +147,8 @@ def _layers():
 
 # %% ../../nbs/backends/02_keras.ipynb #32beb415
 def sequence_output(out): # the (batch, length, hidden) token vectors
-    "Token vectors from a KerasHub backbone's output: a dict with `sequence_output` (BERT, ALBERT, ELECTRA) or the tensor itself (RoBERTa, DistilBERT, DeBERTa-v3)"
+    """Token vectors from a KerasHub backbone's output: a dict with `sequence_output` (BERT, ALBERT, ELECTRA) or the
+    tensor itself (RoBERTa, DistilBERT, DeBERTa-v3)"""
     return out["sequence_output"] if isinstance(out, dict) else out
 
 # %% ../../nbs/backends/02_keras.ipynb #94c305a1
@@ -143,7 +160,9 @@ def input_fields(backbone)->list: # our field names the backbone takes, e.g. no 
 def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
-    "The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current distribution"
+    """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
+    (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
+    distribution"""
     keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, _layers()
     with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
     bb = load_backbone(cfg)
@@ -185,7 +204,8 @@ _LOSSES = {   # `Task.loss` -> f(ops, y_true, y_pred, margin): one loss per row,
     'cross_entropy':        lambda k, y, p, m: k.losses.sparse_categorical_crossentropy(y, p),
     'binary_cross_entropy': lambda k, y, p, m: k.losses.binary_crossentropy(y, p),
     'mse':                  lambda k, y, p, m: k.ops.mean(k.ops.square(k.ops.cast(y, p.dtype) - p), -1),
-    'margin':               lambda k, y, p, m: k.ops.relu(m - (p[:, 0] - p[:, 1])),   # y is unused: the order is the label
+    # y is unused: the order is the label
+    'margin':               lambda k, y, p, m: k.ops.relu(m - (p[:, 0] - p[:, 1])),
 }
 
 def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
@@ -199,14 +219,17 @@ def lr_schedule(
     total:int,         # optimizer steps of the run
     warmup:float=0.1,  # fraction of steps warming up
 ):                     # a `keras.optimizers.schedules.LearningRateSchedule`
-    "`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0; after `bind`, the step counts are optimizer state"
+    """`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0; after `bind`, the step counts
+    are optimizer state"""
     keras = import_keras(); ops = keras.ops
     counts = lambda t: (float(t), float(int(t * warmup)))   # (total, warm-up) steps, as `lr_at` counts them
     class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
         steps = None   # [total, warm-up] as variables of the optimizer, once bound
         def bind(self, optimizer):
-            "Keep the step counts in variables of `optimizer`: inputs of the compiled train step, not constants baked into it"
-            self.steps = [optimizer.add_variable((), initializer=keras.initializers.Constant(v), dtype='float32', name=n)
+            """Keep the step counts in variables of `optimizer`: inputs of the compiled train step, not constants
+            baked into it"""
+            self.steps = [
+                optimizer.add_variable((), initializer=keras.initializers.Constant(v), dtype='float32', name=n)
                           for n, v in zip(('schedule_total', 'schedule_warmup'), counts(total))]
         def restart(self, new_total:int):
             "The schedule of a run of `new_total` steps, without a new compile"
@@ -214,7 +237,8 @@ def lr_schedule(
         def __call__(self, step):
             s = ops.cast(step, 'float32')
             t, w = self.steps or counts(total)
-            return ops.where(s < w, peak * (s + 1.0) / ops.maximum(w, 1.0), peak * ops.maximum(0.0, (t - s) / ops.maximum(1.0, t - w)))
+            return ops.where(s < w, peak * (s + 1.0) / ops.maximum(w, 1.0),
+                             peak * ops.maximum(0.0, (t - s) / ops.maximum(1.0, t - w)))
         def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
     return WarmupLinear()
 
@@ -224,10 +248,12 @@ def make_optimizer(
     total:int,         # optimizer steps of the run
     replicas:int,      # devices training in sync (for `scale_lr`)
 ):                     # a `keras.optimizers.AdamW`
-    "AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm, gradients accumulated over `grad_accum` batches"
+    """AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm,
+    gradients accumulated over `grad_accum` batches"""
     keras = import_keras()
     lr = cfg.lr * replicas if cfg.scale_lr else cfg.lr
-    opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup), weight_decay=cfg.weight_decay, epsilon=1e-6,
+    opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup),
+                                 weight_decay=cfg.weight_decay, epsilon=1e-6,
                                  global_clipnorm=cfg.grad_clip or None,
                                  gradient_accumulation_steps=cfg.grad_accum if cfg.grad_accum > 1 else None)
     opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
@@ -241,7 +267,8 @@ def restart_optimizer(
     init:list,   # its variables' values when built (`optimizer_state`)
     total:int,   # optimizer steps of the new run
 ):
-    "Put `opt` back to its state before any step, on the schedule of `total` steps: a new fold on the same compiled train step"
+    """Put `opt` back to its state before any step, on the schedule of `total` steps: a new fold on the same compiled
+    train step"""
     for v, a in zip(opt.variables, init): v.assign(np.zeros(v.shape, v.dtype) if a is None else a)
     getattr(opt, 'inner_optimizer', opt).learning_rate_schedule.restart(total)   # fp16: inside the loss-scale wrapper
 
@@ -268,7 +295,8 @@ def train_batches(
     batch:int,         # global batch size
     fields=FIELDS,     # the arrays the model takes
     epochs:int|None=None, # epochs to plan (default: cfg.epochs)
-)->tuple:              # (a generator of (features, targets) for all epochs, steps per epoch, padded length of each step)
+# (a generator of (features, targets) for all epochs, steps per epoch, padded length of each step)
+)->tuple:
     "Shuffled static-shape training batches (this process's rows of each); one bucket per batch when `cfg.buckets` > 0"
     x, n = features(data, fields), len(y)
     if n < batch: raise ValueError(f"{n} training rows are fewer than one global batch of {batch} "
@@ -277,11 +305,14 @@ def train_batches(
     buckets = length_plan(cfg, data)
     plan = []
     for e in range(epochs or cfg.epochs):
-        if len(buckets) > 1 or cfg.buckets: plan.append(bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True))
+        if len(buckets) > 1 or cfg.buckets:
+            plan.append(bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True))
         else:
             order = np.random.default_rng(cfg.seed + e).permutation(n)
             plan.append([(w, order[i:i + batch]) for i in range(0, n - batch + 1, batch)])
-    if not plan[0]: raise ValueError(f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
+    if not plan[0]:
+        raise ValueError(
+            f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
     rows = local_rows(batch) if on_jax() else slice(None)
     def gen():
         for ep in plan:
@@ -296,7 +327,8 @@ def data_parallel(
     keras = import_keras(); import jax
     devices = list(devices or jax.devices())
     if len(devices) == 1: return None
-    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)   # each process feeds its own rows (`local_rows`)
+    # each process feeds its own rows (`local_rows`)
+    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
 
 # %% ../../nbs/backends/02_keras.ipynb #61829bde
 @contextlib.contextmanager
@@ -331,7 +363,8 @@ def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 
     import jax
     d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
     mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
-    return (f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} ({where})") + mesh
+    return (f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} "
+                                                                             f"({where})") + mesh
 
 # %% ../../nbs/backends/02_keras.ipynb #222ae032
 def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
@@ -340,7 +373,8 @@ def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   #
 def _hits()->int: return JaxDevice().cache_hits() if on_jax() else 0     # ... and loads from its compile cache
 
 # %% ../../nbs/backends/02_keras.ipynb #70b6c01d
-def _kept(model)->list: return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
+def _kept(model)->list:
+    return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
 
 # %% ../../nbs/backends/02_keras.ipynb #abeb6a47
 def _weights(model)->list: return [_local(v.value) for v in _kept(model)]   # the best epoch's weights, kept on the host
@@ -350,8 +384,10 @@ def _set_weights(model, arrays):
     for v, a in zip(_kept(model), arrays): v.assign(a)
 
 # %% ../../nbs/backends/02_keras.ipynb #251dfb0b
-_RESTART = weakref.WeakKeyDictionary()   # model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
-def _values(variables)->list: return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
+# model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
+_RESTART = weakref.WeakKeyDictionary()
+def _values(variables)->list:
+    return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
 
 # %% ../../nbs/backends/02_keras.ipynb #0e13365c
 def _set_values(variables, arrays):
@@ -384,7 +420,8 @@ def _put(x:dict):
 
 # %% ../../nbs/backends/02_keras.ipynb #b7911f50
 def _local(a)->np.ndarray:
-    "A JAX array as numpy, whole: a replicated one from this process's copy, a sharded one gathered (from every process if need be)"
+    """A JAX array as numpy, whole: a replicated one from this process's copy, a sharded one gathered (from every
+    process if need be)"""
     if not hasattr(a, 'addressable_data'): return import_keras().ops.convert_to_numpy(a)
     if a.is_fully_replicated: return np.asarray(a.addressable_data(0))
     if a.is_fully_addressable: return np.asarray(a)
@@ -403,7 +440,8 @@ def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
         outs = [_local(f(tv, ntv, _put(_keras_batch(x, idx, None if L == w else L, rows))))[:k] for L, idx, k in plan]
     else:   # Keras on TensorFlow or torch: one device, eager batches
         ops = import_keras().ops
-        outs = [ops.convert_to_numpy(model(_keras_batch(x, idx, None if L == w else L, slice(None)), training=False))[:k] for L, idx, k in plan]
+        outs = [ops.convert_to_numpy(model(_keras_batch(x, idx, None if L == w else L, slice(None)),
+                                           training=False))[:k] for L, idx, k in plan]
     order = np.concatenate([idx[:k] for _, idx, k in plan])
     res = np.empty((len(lengths),) + outs[0].shape[1:], np.float32)
     res[order] = np.concatenate(outs)
@@ -424,8 +462,10 @@ def predict(
     return _predict_arrays(model, data, batch, cfg)
 
 # %% ../../nbs/backends/02_keras.ipynb #7520e961
-def _take_model(cfg:TrainConfig, train:Inputs, model, spare)->tuple: # (model, what a restart puts back or None, built by this fit)
-    "The model a fit trains: the one given, a spare of this config reset, or a new one (refused first where it would not fit a TPU)"
+def _take_model(cfg:TrainConfig, train:Inputs, model,
+                spare)->tuple: # (model, what a restart puts back or None, built by this fit)
+    """The model a fit trains: the one given, a spare of this config reset, or a new one (refused first where it
+    would not fit a TPU)"""
     if model is not None: return model, None, False
     restart = _RESTART.get(spare) if spare is not None else None
     if restart is not None and restart[0] == cfg: return spare, restart, False   # the same config: the same programs
@@ -434,12 +474,14 @@ def _take_model(cfg:TrainConfig, train:Inputs, model, spare)->tuple: # (model, w
 
 # %% ../../nbs/backends/02_keras.ipynb #705bc4ed
 def _compile_or_restart(model, cfg:TrainConfig, opt_steps:int, spe:int, replicas:int, restart, built:bool):
-    "Compile `model` for this fit, or, for a spare of the same config, put its first state back on the programs it compiled"
+    """Compile `model` for this fit, or, for a spare of the same config, put its first state back on the programs it
+    compiled"""
     if restart:   # first weights back, optimizer state zeroed, this fit's step count in the schedule's variables
         _set_values(model.variables, restart[1]); restart_optimizer(model.optimizer, restart[2], opt_steps)
         model.steps_per_execution = spe; return
     first = _values(model.variables) if built else None   # before any step: what a restart puts back
-    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas), loss=per_example_loss(cfg), steps_per_execution=spe)
+    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas),
+                  loss=per_example_loss(cfg), steps_per_execution=spe)
     model.optimizer.build(model.trainable_variables)
     if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
     else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
@@ -455,7 +497,8 @@ def epoch_callback(
     valid=None, y_valid=None, # validation rows and targets
     watchers:list|None=None, # each epoch's `CompileWatcher` is appended here
 ):                           # a `keras.callbacks.Callback`
-    "The callback through which Keras' `fit` drives the shared epoch loop: step losses, the bar, the meter, compiles, validation, early stopping"
+    """The callback through which Keras' `fit` drives the shared epoch loop: step losses, the bar, the meter,
+    compiles, validation, early stopping"""
     keras = import_keras()
     from tpututor.devices.compiles import CompileWatcher
     fixed = len(set(shapes)) == 1
@@ -466,7 +509,8 @@ def epoch_callback(
     class Epochs(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             self.k, self.m, self.t0, self.hits, self.calls = 0, 0.0, time.perf_counter(), _hits(), 0
-            self.w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 0 else 0, name=f'epoch {epoch + 1}', counter=_compiles).start()
+            self.w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 0 else 0,
+                                    name=f'epoch {epoch + 1}', counter=_compiles).start()
             if watchers is not None: watchers.append(self.w)
             meter.reset(); self.bar = loop.bar(steps, epoch + 1)
         def on_train_batch_end(self, i, logs=None):
@@ -483,7 +527,8 @@ def epoch_callback(
             loop.history.info['host_calls'].append(self.calls)   # times Keras came back to Python this epoch
             loop.history.info['recompiles'].append(self.w.recompiles)
             (val, ev), s = validate(), meter.summary(secs)
-            self.model.stop_training = loop.end_epoch(logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, ev,
+            self.model.stop_training = loop.end_epoch(
+                logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, ev,
                                                       mfu_datasheet=s['mfu_datasheet'], cache_hits=hits)
     return Epochs()
 
@@ -496,19 +541,25 @@ def fit_model(
     y_valid=None,        # validation targets
     verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
-    spare=None,          # a model an earlier `fit_model` built for this same `cfg`, no longer needed: reset to its first state and trained on its compiled programs
-    mfu:bool=True,       # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
+    # a model an earlier `fit_model` built for this same `cfg`, no longer needed: reset to its first state and trained
+    # on its compiled programs
+    spare=None,
+    # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
+    mfu:bool=True,
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
 )->tuple:                # (model, `History`)
-    "Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data parallel)"
+    """Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data
+    parallel)"""
     reps, devs = n_replicas(), n_devices()
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
-    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(np.int32 if cfg.spec.targets == 'classes' else np.float32)
+    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(
+        np.int32 if cfg.spec.targets == 'classes' else np.float32)
     model, restart, built = _take_model(cfg, train, model, spare)
     bb, batch = backbone_of(model), cfg.batch_size * reps
     gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))
     opt_steps = steps * cfg.epochs // cfg.grad_accum
-    if opt_steps == 0: raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
+    if opt_steps == 0:
+        raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
     spe = steps_per_call(cfg, on_jax() and _jax_kind().startswith('TPU'), steps)
     _compile_or_restart(model, cfg, opt_steps, spe, reps, restart, built)
     dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
@@ -516,8 +567,10 @@ def fit_model(
     meter = start.measure(dims, devs, JaxDevice().peak_flops if jax_ else None, _jax_kind() if jax_ else None, mfu)
     per_row = row_flops(cfg, train, dims)
     step_flops = per_row and batch * per_row / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
-    loop = start.loop(lambda: _weights(model), lambda w: _set_weights(model, w), verbose, replicas=reps, global_batch=batch, steps_per_epoch=steps,
-                      devices=describe(), recompiles=[], restarted=bool(restart), steps_per_execution=spe, host_calls=[])
+    loop = start.loop(lambda: _weights(model), lambda w: _set_weights(model, w),
+                      verbose, replicas=reps, global_batch=batch, steps_per_epoch=steps,
+                      devices=describe(), recompiles=[], restarted=bool(restart),
+                      steps_per_execution=spe, host_calls=[])
     cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers)
     model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[cb])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
@@ -534,23 +587,28 @@ def refuse_if_too_big(
     cfg:TrainConfig,   # the run (model, batch_size, precision, lora, model_parallel)
     length:int,        # the longest padded length a step sees
 ):
-    "On a TPU: refuse, before anything compiles, a run whose step will not fit in a device's HBM (`tpututor.plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"
+    """On a TPU: refuse, before anything compiles, a run whose step will not fit in a device's HBM
+    (`tpututor.plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"""
     import os
     from tpututor.plan import check_fits, accelerator_of
     acc = accelerator_of(_jax_kind()) if on_jax() else None
     if acc is None or os.environ.get('TPUTUTOR_PLAN', '').lower() in ('off', '0', 'no'): return
     config = checkpoint(cfg.model).config
     if config is None: return   # a KerasHub preset: no Hugging Face config to plan from
-    try: check_fits(config, length, cfg.batch_size, acc, 'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
+    try:
+        check_fits(config, length, cfg.batch_size, acc,
+                   'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
     except MemoryError as e:
-        raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off tries anyway)") from None
+        raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off "
+                          f"tries anyway)") from None
 
 # %% ../../nbs/backends/02_keras.ipynb #279335e1
 def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub backbone
     "A KerasHub backbone's sizes under the Hugging Face config names the meter knows"
     c = backbone.get_config()
     from types import SimpleNamespace
-    return SimpleNamespace(hidden_size=c['hidden_dim'], num_hidden_layers=c['num_layers'], intermediate_size=c['intermediate_dim'],
+    return SimpleNamespace(hidden_size=c['hidden_dim'], num_hidden_layers=c['num_layers'],
+                           intermediate_size=c['intermediate_dim'],
                            vocab_size=c['vocabulary_size'], num_attention_heads=c['num_heads'])
 
 # %% ../../nbs/backends/02_keras.ipynb #a81e945f
@@ -558,7 +616,9 @@ def xla_memory(
     cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
     batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
     max_len:int,      # tokens per row
-    distribution=None, # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device runs it
+    # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device
+    # runs it
+    distribution=None,
 )->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
     "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
     if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
@@ -595,7 +655,8 @@ def xla_step_memory(
     batch_size:int,    # rows per data-parallel replica
     length:int,        # tokens per row
 )->tuple:              # (bytes one device holds, the devices it was compiled for, in words)
-    "XLA's own count of a training step's memory per device, compiled (not run) on this process's JAX devices, on the mesh `cfg.model_parallel` asks for"
+    """XLA's own count of a training step's memory per device, compiled (not run) on this process's JAX devices, on
+    the mesh `cfg.model_parallel` asks for"""
     dist = mesh_distribution(cfg.model_parallel, backbone_cls=backbone_class(cfg)) if cfg.model_parallel > 1 else None
     with distributed(dist): where = describe()
     return xla_memory(cfg, batch_size, length, dist)['total'], where
@@ -605,21 +666,26 @@ def save_weights(
     model,   # a model from `build_model` / `fit_model`
     path,    # file to write (`.safetensors`)
 )->Path:     # the path written
-    "Write the model's weights (with LoRA: only what trains, the adapters and the head) as a safetensors file keyed by each variable's path (atomically; process 0 only)"
+    """Write the model's weights (with LoRA: only what trains, the adapters and the head) as a safetensors file keyed
+    by each variable's path (atomically; process 0 only)"""
     from safetensors.numpy import save_file
     lora = bool(lora_layers(model))
-    variables = model.trainable_variables if lora else model.weights   # with LoRA the rest is the base checkpoint, read again by `load_weights`
+    # with LoRA the rest is the base checkpoint, read again by `load_weights`
+    variables = model.trainable_variables if lora else model.weights
     tensors = {v.path: np.ascontiguousarray(_local(v.value)) for v in variables}
-    if len(tensors) != len(variables): raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
+    if len(tensors) != len(variables):
+        raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
     if not main_process(): return Path(path)
-    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata={'format': 'tpututor-keras3-lora' if lora else 'tpututor-keras3'}))
+    return atomic_write(path, lambda tmp: save_file(
+        tensors, tmp, metadata={'format': 'tpututor-keras3-lora' if lora else 'tpututor-keras3'}))
 
 # %% ../../nbs/backends/02_keras.ipynb #c36911e0
 def load_weights(
     model,   # a freshly built model of the same config
     path,    # a file written by `save_weights`
 ):           # `model`, with the weights assigned
-    "Assign the weights in a safetensors file to `model` by variable path, checking names and shapes; a model with LoRA takes its adapters and head (the rest is its base checkpoint)"
+    """Assign the weights in a safetensors file to `model` by variable path, checking names and shapes; a model with
+    LoRA takes its adapters and head (the rest is its base checkpoint)"""
     from types import SimpleNamespace
     target = SimpleNamespace(weights=model.trainable_variables) if lora_layers(model) else model
     assign_weights(target, path, key=lambda v: v.path)   # names and shapes checked, keyed by path
@@ -627,14 +693,18 @@ def load_weights(
 
 # %% ../../nbs/backends/02_keras.ipynb #017442a9
 class KerasBackend:
-    "Train, predict, save and load with Keras 3 (JAX by default) on every device: a TPU's chips, GPUs or the virtual TPU (the `Backend` contract)"
+    """Train, predict, save and load with Keras 3 (JAX by default) on every device: a TPU's chips, GPUs or the
+    virtual TPU (the `Backend` contract)"""
     name = 'keras'
     def __init__(self,
                  devices=None,        # JAX devices to train on (default: all, over every process of a multi-host run)
                  verbose:bool=True,   # progress bar and a line per epoch
-                 compile_cache=None): # folder for JAX's compiled programs (default: `compile_cache_dir('jax')`, from $TPUTUTOR_COMPILE_CACHE); 'off': none
+                 # folder for JAX's compiled programs (default: `compile_cache_dir('jax')`, from
+                 # $TPUTUTOR_COMPILE_CACHE); 'off': none
+                 compile_cache=None):
         self.devices, self.verbose, self.compile_cache = devices, verbose, compile_cache
-        self._dist, self._spare, self._mesh = 0, None, {}   # not made yet; a freed model kept for the next fit of its config; the data x model mesh
+        # not made yet; a freed model kept for the next fit of its config; the data x model mesh
+        self._dist, self._spare, self._mesh = 0, None, {}
 
     @property
     def distribution(self):
@@ -643,15 +713,20 @@ class KerasBackend:
             self._dist = data_parallel(self.devices) if on_jax() else None
         return self._dist
 
-    def distribution_for(self, cfg:TrainConfig|None=None): # data parallel, or with `cfg.model_parallel` > 1 a data x model mesh
+    def distribution_for(
+        self, cfg:TrainConfig|None=None): # data parallel, or with `cfg.model_parallel` > 1 a data x model mesh
         "The Keras distribution a run of `cfg` trains under"
         dist = self.distribution
         if cfg is None or cfg.model_parallel == 1: return dist
-        if not on_jax(): raise ValueError(f"model_parallel={cfg.model_parallel} needs Keras on JAX (KERAS_BACKEND=jax), not {import_keras().backend.backend()}")
+        if not on_jax():
+            raise ValueError(
+                f"model_parallel={cfg.model_parallel} needs Keras on JAX (KERAS_BACKEND=jax), not "
+                f"{import_keras().backend.backend()}")
         key = (cfg.model_parallel, cfg.model)
         if key not in self._mesh:
             import jax
-            check_run(cfg, 'keras', devices=len(self.devices or jax.devices()), processes=jax.process_count())   # no model axis across hosts
+            # no model axis across hosts
+            check_run(cfg, 'keras', devices=len(self.devices or jax.devices()), processes=jax.process_count())
             self._mesh = {key: mesh_distribution(cfg.model_parallel, self.devices, backbone_class(cfg))}
         return self._mesh[key]
     def replicas(self)->int:
@@ -661,8 +736,10 @@ class KerasBackend:
     def agree(self, value): return agree(value)       # process 0's value, in every process
     def describe(self)->str:
         with distributed(self.distribution): return describe()
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
-        spare = self._take(cfg)   # first: releasing another config's spare clears Keras' session, and with it the distribution
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
+            valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
+        # first: releasing another config's spare clears Keras' session, and with it the distribution
+        spare = self._take(cfg)
         with distributed(self.distribution_for(cfg)):
             return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=spare)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
@@ -675,7 +752,8 @@ class KerasBackend:
 # %% ../../nbs/backends/02_keras.ipynb #4d1fccd1
 @patch
 def free(self:KerasBackend, model=None):
-    "Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else releases Keras' graphs"
+    """Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else
+    releases Keras' graphs"""
     if model is not None and model in _RESTART: self._spare = model; return
     self._spare = None
     _SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()

@@ -10,11 +10,13 @@ import contextlib, gc, time, weakref
 from pathlib import Path
 import numpy as np
 from ..devices.frameworks import import_tf
-from ..config import row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features, row_lengths, width, length_plan, steps_per_call
+from ..config import (row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
+                             row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.hub import resolve_model, has_weights
 from ..models.checkpoint import checkpoint
-from ..devices.tf import get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas, quiet_tf_logs, TfDevice
+from ..devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas,
+                                 quiet_tf_logs, TfDevice)
 from ..meter import Throughput, model_dims, train_flops, datasheet_peak
 from .base import EpochLoop
 from ..rundir import atomic_write, RunDirError, assign_weights
@@ -27,7 +29,8 @@ __all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'bui
 
 # %% ../../nbs/backends/05_tf.ipynb #efb148f2
 def _dropout_fields(config):
-    return [k for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob', 'dropout', 'attention_dropout') if hasattr(config, k)]
+    return [k for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob',
+                        'dropout', 'attention_dropout') if hasattr(config, k)]
 
 # %% ../../nbs/backends/05_tf.ipynb #a4434704
 def load_encoder(
@@ -38,7 +41,8 @@ def load_encoder(
     import_tf()
     import transformers
     from transformers import TFAutoModel
-    ck = checkpoint(cfg.model).check('tf')   # ModernBERT has no TensorFlow class: refused naming the backends that run it
+    # ModernBERT has no TensorFlow class: refused naming the backends that run it
+    ck = checkpoint(cfg.model).check('tf')
     path, config = ck.path, ck.hf_config()
     if cfg.dropout is not None:
         for k in _dropout_fields(config): setattr(config, k, cfg.dropout)
@@ -47,7 +51,8 @@ def load_encoder(
     try:
         if Path(path).is_dir() and not has_weights(path): enc = TFAutoModel.from_config(config, name=name)
         elif Path(path).is_dir():
-            enc = TFAutoModel.from_pretrained(path, config=config, name=name, from_pt=not (Path(path)/'tf_model.h5').exists())
+            enc = TFAutoModel.from_pretrained(path, config=config, name=name,
+                                              from_pt=not (Path(path)/'tf_model.h5').exists())
         else:
             try: enc = TFAutoModel.from_pretrained(path, config=config, name=name)
             except OSError as e:
@@ -109,7 +114,8 @@ def build_model(
         if spec.head == 'linear': return tf.keras.Model(inp, dense(drop(u)), name=cfg.task)
         inp_b, v = embed('_b')
         if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
-        else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))   # siamese
+        # siamese
+        else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))
         return tf.keras.Model({**inp, **inp_b}, out, name=cfg.task)
 
 # %% ../../nbs/backends/05_tf.ipynb #b3915afa
@@ -132,7 +138,8 @@ _LOSSES = {   # `Task.loss` -> f(tf, y_true, y_pred, margin): one loss per row, 
     'cross_entropy':        lambda tf, y, p, m: tf.keras.losses.sparse_categorical_crossentropy(y, p),
     'binary_cross_entropy': lambda tf, y, p, m: tf.keras.losses.binary_crossentropy(y, p),
     'mse':                  lambda tf, y, p, m: tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1),
-    'margin':               lambda tf, y, p, m: tf.nn.relu(m - (p[:, 0] - p[:, 1])),   # y is unused: the order is the label
+    # y is unused: the order is the label
+    'margin':               lambda tf, y, p, m: tf.nn.relu(m - (p[:, 0] - p[:, 1])),
 }
 
 def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
@@ -169,12 +176,16 @@ def train_dataset(
                                    f"(batch_size x replicas): lower batch_size or use more rows")
     buckets = length_plan(cfg, data)
     if len(buckets) == 1 and not cfg.buckets:
-        ds = (tf.data.Dataset.from_tensor_slices((x, y)).cache().shuffle(n, seed=cfg.seed, reshuffle_each_iteration=True)
+        ds = (
+            tf.data.Dataset.from_tensor_slices((x, y)).cache().shuffle(n, seed=cfg.seed, reshuffle_each_iteration=True)
               .repeat().batch(batch, drop_remainder=True))
         return ds.prefetch(tf.data.AUTOTUNE), n // batch
     lengths = row_lengths(data)
-    epochs = [bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True) for e in range(cfg.epochs)]
-    if not epochs[0]: raise ValueError(f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
+    epochs = [bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e,
+                             drop_last=True) for e in range(cfg.epochs)]
+    if not epochs[0]:
+        raise ValueError(
+            f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
     ds = _gather_dataset(x, y, [b for ep in epochs for b in ep]).repeat()
     return ds.prefetch(tf.data.AUTOTUNE), len(epochs[0])
 
@@ -232,7 +243,8 @@ def make_optimizer(
 ):                     # a `tf.keras.optimizers.AdamW`
     "AdamW on the shared schedule, no weight decay on biases and LayerNorm"
     tf = import_tf()
-    opt = tf.keras.optimizers.AdamW(learning_rate=lr_schedule(scaled_lr(cfg.lr, replicas, cfg.scale_lr), total, cfg.warmup),
+    opt = tf.keras.optimizers.AdamW(
+        learning_rate=lr_schedule(scaled_lr(cfg.lr, replicas, cfg.scale_lr), total, cfg.warmup),
                                     weight_decay=cfg.weight_decay, epsilon=1e-6,
                                     global_clipnorm=(cfg.grad_clip or None) if clip else None)
     opt.exclude_from_weight_decay(var_names=['bias', 'LayerNorm', 'layer_norm', 'layernorm'])
@@ -250,7 +262,8 @@ def _epoch_feed(tf):
         closure: TensorFlow keeps the class for good (see `_tf_class`), and a closure over the model would keep it too"""
         def __init__(self, loop, meter, steps, batch, step_flops, validate):
             super().__init__()
-            self.loop, self.meter, self.steps, self.batch, self.step_flops, self.validate = loop, meter, steps, batch, step_flops, validate
+            self.loop, self.meter, self.steps, self.batch, self.step_flops, self.validate = (
+                loop, meter, steps, batch, step_flops, validate)
         def on_epoch_begin(self, epoch, logs=None):
             self.k, self.m, self.t0, self.traces = 0, 0.0, time.perf_counter(), _traces(self.model.train_tf_function)
             self.meter.reset(); self.bar = self.loop.bar(self.steps, epoch + 1)
@@ -266,7 +279,8 @@ def _epoch_feed(tf):
             secs, compiles = time.perf_counter() - self.t0, _traces(self.model.train_tf_function) - self.traces
             val, eval_compiles = self.validate()
             s = self.meter.summary(secs)
-            self.model.stop_training = self.loop.end_epoch(logs['loss'], secs, self.steps * self.batch, s['mfu'], compiles, val,
+            self.model.stop_training = self.loop.end_epoch(
+                logs['loss'], secs, self.steps * self.batch, s['mfu'], compiles, val,
                                                            eval_compiles, mfu_datasheet=s['mfu_datasheet'])
     return EpochFeed
 
@@ -276,7 +290,8 @@ def _fit_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, ste
     strategy = model.distribute_strategy
     spe = check_steps_per_execution(steps_per_call(cfg, 'TPU' in type(strategy).__name__, steps), strategy)
     with strategy.scope():
-        model.compile(optimizer=make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy)), loss=per_example_loss(cfg),
+        model.compile(optimizer=make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy)),
+                      loss=per_example_loss(cfg),
                       steps_per_execution=spe)
         model.optimizer.build(model.trainable_variables)   # slots now, so the train step is traced once, not twice
     feed = _tf_class('EpochFeed', _epoch_feed)(loop, meter, steps, batch, step_flops, validate)
@@ -292,9 +307,12 @@ def _add_grads(tf, a, b):
     return a + b
 
 # %% ../../nbs/backends/05_tf.ipynb #385eba3c
-def _replica_step(tf, cfg:TrainConfig, model, opt, micro:int): # f(x, y) -> this replica's loss, run under `strategy.run`
-    "One optimizer step on one replica: `cfg.grad_accum` micro-batches unrolled, gradients summed over the replicas, clipped, applied"
-    per_example, accum, fp16, params = per_example_loss(cfg), cfg.grad_accum, cfg.precision == 'fp16', model.trainable_variables
+def _replica_step(tf, cfg:TrainConfig, model, opt,
+                  micro:int): # f(x, y) -> this replica's loss, run under `strategy.run`
+    """One optimizer step on one replica: `cfg.grad_accum` micro-batches unrolled, gradients summed over the
+    replicas, clipped, applied"""
+    per_example, accum, fp16, params = (per_example_loss(cfg), cfg.grad_accum,
+                                        cfg.precision == 'fp16', model.trainable_variables)
     def replica_step(x, y):
         per_replica = tf.shape(y)[0] // accum
         grads, total = None, 0.0
@@ -330,14 +348,16 @@ def _step_functions(tf, strategy, replica_step)->tuple: # (train_1(it), train_n(
     return train_1, train_n
 
 # %% ../../nbs/backends/05_tf.ipynb #a54780cb
-def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, step_flops)->int: # optimizer steps taken
+def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop,
+                 meter, step_flops)->int: # optimizer steps taken
     "Train `model` on `ds` with a hand-written distributed loop, epoch by epoch of `loop`"
     tf = import_tf()
     strategy = model.distribute_strategy
     with strategy.scope():
         opt = make_optimizer(cfg, steps * cfg.epochs, n_replicas(strategy), clip=False)
         if cfg.precision == 'fp16': opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
-        opt.build(model.trainable_variables)   # create Adam's slots now: variables made inside the first call would make tf.function trace twice
+        # create Adam's slots now: variables made inside the first call would make tf.function trace twice
+        opt.build(model.trainable_variables)
     train_1, train_n = _step_functions(tf, strategy, _replica_step(tf, cfg, model, opt, batch // cfg.grad_accum))
     it = iter(strategy.experimental_distribute_dataset(ds))
     spe = steps_per_call(cfg, 'TPU' in type(strategy).__name__, steps)
@@ -353,7 +373,8 @@ def _custom_loop(cfg, model, ds, steps, batch, validate, loop:EpochLoop, meter, 
         bar.close()
         secs, compiles = time.perf_counter() - t0, _traces(train_1, train_n) - traces
         (val, eval_compiles), s = validate(), meter.summary(secs)
-        loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs, steps * batch, s['mfu'], compiles, val, eval_compiles,
+        loop.end_epoch(np.mean(loop.history.step_loss[-steps:]), secs,
+                       steps * batch, s['mfu'], compiles, val, eval_compiles,
                        mfu_datasheet=s['mfu_datasheet'])
     return int(opt.iterations.numpy())
 
@@ -362,13 +383,16 @@ def _tf_kind(strategy)->str|None: # e.g. 'NVIDIA A100-SXM4-40GB'; None where the
     "The name of the GPU the replicas of `strategy` run on, for `datasheet_peak`"
     tf = import_tf()
     try: first = strategy.extended.worker_devices[0]
-    except RuntimeError: first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name   # the default strategy
+    # the default strategy
+    except RuntimeError:
+        first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
     if tf.DeviceSpec.from_string(first).device_type != 'GPU': return None
     return tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name')
 
 # %% ../../nbs/backends/05_tf.ipynb #0c7b0015
 def _check_loop(loop:str):
-    if loop not in ('fit', 'custom'): raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
+    if loop not in ('fit', 'custom'):
+        raise ValueError(f"loop={loop!r} must be 'fit' (Keras fit) or 'custom' (the custom training loop)")
 
 # %% ../../nbs/backends/05_tf.ipynb #1a863437
 @quiet_tf_logs()
@@ -382,7 +406,9 @@ def fit_model(
     loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the hand-written loop)
     verbose:bool=True,   # progress bar and a line per epoch
     model=None,          # continue training this model instead of building a new one
-    mfu:bool=True,       # report model FLOPs utilisation against the replicas' measured peak (measured once, cached) and their datasheet peak
+    # report model FLOPs utilisation against the replicas' measured peak (measured once, cached) and their datasheet
+    # peak
+    mfu:bool=True,
 )->tuple:                # (model, `History`)
     "Build (or take) a model for `cfg` and train it with Keras `fit` or the custom loop"
     _check_loop(loop)
@@ -392,17 +418,20 @@ def fit_model(
     strategy = strategy or (model.distribute_strategy if model is not None else get_strategy(verbose=verbose))
     reps = n_replicas(strategy)
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
-    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(np.int32) if cfg.spec.targets == 'classes' else start.y
+    y = np.zeros((start.n, 1),
+                 np.float32) if start.y is None else start.y.astype(np.int32) if cfg.spec.targets == 'classes' else start.y
     yv = start.y_valid
     if model is None: model = build_model(cfg, strategy)
     enc = model.get_layer('encoder')
     batch = global_batch(cfg.batch_size, reps) * cfg.grad_accum
     ds, steps = train_dataset(cfg, train, y, batch, input_fields(enc))
     dims = model_dims(enc.config)
-    meter = start.measure(dims, reps, TfDevice(strategy).peak_flops, _tf_kind(strategy), mfu)   # no datasheet on a CPU (or a TPU: TensorFlow names no TPU kind)
+    # no datasheet on a CPU (or a TPU: TensorFlow names no TPU kind)
+    meter = start.measure(dims, reps, TfDevice(strategy).peak_flops, _tf_kind(strategy), mfu)
     per_row = row_flops(cfg, train, dims)
     step_flops = per_row and batch * per_row / (1 if enc.trainable else 3)   # a frozen encoder runs forward only
-    epochs = start.loop(model.get_weights, model.set_weights, verbose, loop=loop, replicas=reps, global_batch=batch, steps_per_epoch=steps)
+    epochs = start.loop(model.get_weights, model.set_weights, verbose, loop=loop,
+                        replicas=reps, global_batch=batch, steps_per_epoch=steps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
         if valid is None: return None, 0
         predictor = scorer(model) if cfg.spec.head == 'scores' else model   # the model `predict` predicts with
@@ -466,8 +495,10 @@ class TfBackend:
         return self._strategy
 
     def replicas(self)->int: return n_replicas(self.strategy)
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
-        return fit_model(cfg, train, y_train, valid, y_valid, strategy=self.strategy, loop=self.loop, verbose=self.verbose)
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
+            valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
+        return fit_model(cfg, train, y_train, valid, y_valid, strategy=self.strategy,
+                         loop=self.loop, verbose=self.verbose)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
     def load(self, cfg:TrainConfig, path): return load_weights(build_model(cfg, self.strategy), path)

@@ -17,23 +17,29 @@ from fastcore.basics import patch
 __all__ = ['TorchBackend']
 
 # %% ../../nbs/backends/03_torch.ipynb #d31bbe42
-def _model_key(cfg:TrainConfig)->tuple: return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
+def _model_key(cfg:TrainConfig)->tuple:
+    return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
 
 # %% ../../nbs/backends/03_torch.ipynb #b59ce4d4
 class TorchBackend:
-    "Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under torchrun (the `Backend` contract)"
+    """Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under
+    torchrun (the `Backend` contract)"""
     name = 'torch'
     def __init__(self,
         device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)
-        compile:bool|str=False, # `torch.compile` the model (static shapes: a program per bucket length); a string: its mode, e.g. 'reduce-overhead'
+        # `torch.compile` the model (static shapes: a program per bucket length); a string: its mode, e.g.
+        # 'reduce-overhead'
+        compile:bool|str=False,
         verbose:bool=True,  # progress bar and one line per epoch (process 0 alone)
-        compile_cache=None, # folder keeping torch.compile's programs (default: `compile_cache_dir('torch')`); 'off': Inductor's own
+        # folder keeping torch.compile's programs (default: `compile_cache_dir('torch')`); 'off': Inductor's own
+        compile_cache=None,
     ):
         init_distributed(device)   # a torchrun launch: join its process group first
         self.layer = TorchDevice(device, compile)
         self.verbose, self.watchers = verbose, []   # the last fit's `CompileWatcher`s, one per epoch
         self.compile_cache = self.layer.use_compile_cache(compile_cache)
-        self._spare = {}   # a freed model kept for the next fit or load of its config, so its programs and memory are reused
+        # a freed model kept for the next fit or load of its config, so its programs and memory are reused
+        self._spare = {}
 
     def replicas(self)->int: return self.layer.replicas()
     @property
@@ -48,7 +54,8 @@ class TorchBackend:
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
-        "The model of `cfg` with the weights of `path`, on the device; a freed model of the same config takes them in place (nothing built again)"
+        """The model of `cfg` with the weights of `path`, on the device; a freed model of the same config takes them
+        in place (nothing built again)"""
         key = _model_key(cfg)
         model = self._spare.pop(key, None)
         if model is None: model = self.layer.place_model(build_model(cfg, pretrained=False, layer=self.layer))
@@ -56,10 +63,14 @@ class TorchBackend:
         return model
 
     @property
-    def compile_stats(self): # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing compiles
+    def compile_stats(
+        # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing
+        # compiles
+        self):
         "torch.compile's own counts, for the k-fold layer's compile report"
         if not self.layer.compile: return None
-        return lambda: dict(compiles=self.layer.count_compiles(), cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
+        return lambda: dict(compiles=self.layer.count_compiles(),
+                            cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
 
 # %% ../../nbs/backends/03_torch.ipynb #6dde6fed
 @patch
@@ -69,15 +80,18 @@ def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:In
     model = self._spare.pop(key, None)
     if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
         with torch.no_grad():
-            for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()): t.copy_(v)
-    model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
+            for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()):
+                t.copy_(v)
+    model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer,
+                            verbose=self.verbose, watchers=self.watchers)
     model._cfg_key = key
     return model, hist
 
 # %% ../../nbs/backends/03_torch.ipynb #c7adb3ea
 @patch
 def free(self:TorchBackend, model:TaskModel|None=None)->None:
-    "Done with `model`: it is kept for the next fit or load of its config (its programs and memory reused, the next fold starts from the same line); any other model's memory is released"
+    """Done with `model`: it is kept for the next fit or load of its config (its programs and memory reused, the next
+    fold starts from the same line); any other model's memory is released"""
     key = getattr(model, '_cfg_key', None)
     if key is not None:
         for old in self._spare.values(): self.layer.free(old)

@@ -24,7 +24,8 @@ from ..devices.xla import XlaDevice, check_precision, xla_model
 from .base import EpochLoop, History
 from .. import torchcore
 from ..devices.torch import TorchDevice, AdamW
-from ..torchcore import TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights, train_epoch, step_losses, as_is
+from ..torchcore import (TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights, train_epoch,
+                                step_losses, as_is)
 
 # %% auto #0
 __all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
@@ -41,7 +42,8 @@ def fit_model(
     y_train=None,        # their targets (None for ranking)
     valid:Inputs|None=None, # validation rows (None: no evaluation)
     y_valid=None,        # their targets
-    model:TaskModel|None=None, # train this model (on the XLA device) in place; None: `build_model(cfg)`, placed on the device
+    # train this model (on the XLA device) in place; None: `build_model(cfg)`, placed on the device
+    model:TaskModel|None=None,
     mesh=None,           # SPMD mesh from `spmd_mesh` (None: one device)
     verbose:bool=True,   # progress bar and one line per epoch
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
@@ -67,12 +69,15 @@ class XlaBackend:
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
         verbose:bool=True,  # progress bar and one line per epoch
-        compile_cache=None, # folder keeping compiled graphs for later runs (default: `compile_cache_dir('torch_xla')`); 'off': none
+        # folder keeping compiled graphs for later runs (default: `compile_cache_dir('torch_xla')`); 'off': none
+        compile_cache=None,
     ):
         self.spmd, self.verbose, self._layer = spmd, verbose, None
         self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
-        self.compile_cache = use_compile_cache('torch_xla', compile_cache)   # before anything compiles; None where it cannot help
-        self.compile_cache_why = compile_cache_status()['why']   # why it is None ('on the CPU runtime ...'); None when on
+        # before anything compiles; None where it cannot help
+        self.compile_cache = use_compile_cache('torch_xla', compile_cache)
+        # why it is None ('on the CPU runtime ...'); None when on
+        self.compile_cache_why = compile_cache_status()['why']
 
     @property
     def layer(self)->XlaDevice: # the device layer (made on first use: SPMD must start before the device is touched)
@@ -86,7 +91,8 @@ class XlaBackend:
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
         "Build `cfg.model` with a new head and train it; (model, History)"
         self.watchers = []
-        return torchcore.fit_model(cfg, train, y_train, valid, y_valid, layer=self.layer, verbose=self.verbose, watchers=self.watchers)
+        return torchcore.fit_model(cfg, train, y_train, valid, y_valid, layer=self.layer,
+                                   verbose=self.verbose, watchers=self.watchers)
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"
@@ -113,11 +119,13 @@ def fit_per_core(
     train:Inputs,       # training rows (every process gets all of them; the sampler picks its share)
     y_train,            # targets (None for ranking)
     out_dir:str,        # core 0 writes model.safetensors and history.json here
-    compile_cache:str|None=None, # folder whose subfolder process<index> keeps this process's compiled graphs (None: none)
+    # folder whose subfolder process<index> keeps this process's compiled graphs (None: none)
+    compile_cache:str|None=None,
 ):
     "The per-core training program for `torch_xla.launch`: DistributedSampler + MpDeviceLoader + all-reduced gradients"
     tx = import_xla()
-    use_compile_cache('torch_xla', Path(compile_cache) / f'process{index}' if compile_cache else 'off')   # one folder per process
+    # one folder per process
+    use_compile_cache('torch_xla', Path(compile_cache) / f'process{index}' if compile_cache else 'off')
     import torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
     layer = XlaDevice(per_core=True)
@@ -137,9 +145,11 @@ def fit_per_core(
     model.train()
     for epoch in loop:
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
-        w = CompileWatcher(warmup=1 if epoch == 1 else 0, name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
+        w = CompileWatcher(warmup=1 if epoch == 1 else 0,
+                           name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
         t0, hits = time.perf_counter(), layer.cache_hits()
-        losses = train_epoch(model, opt, cfg, islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
+        losses = train_epoch(model, opt, cfg,
+                             islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
         secs = time.perf_counter() - t0
         loop.history.step_loss += step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
@@ -158,18 +168,23 @@ def launch_fit(
     train:Inputs,     # training rows
     y_train,          # targets (None for ranking)
     out_dir,          # folder for model.safetensors and history.json
-    compile_cache=None, # folder for compiled graphs, a subfolder per process (default: `compile_cache_dir('torch_xla')`); 'off': none
+    # folder for compiled graphs, a subfolder per process (default: `compile_cache_dir('torch_xla')`); 'off': none
+    compile_cache=None,
 )->History:           # the history core 0 wrote (its step losses; the epoch losses averaged over the cores)
     "Train with one process per XLA device (`torch_xla.launch`); call it before this process touches the device"
     tx = import_xla(); check_precision(cfg); check_inputs(cfg, train)
-    if cfg.buckets: raise ValueError("launch_fit feeds each core fixed-shape batches from a DistributedSampler: use buckets=0, "
-                                     "or XlaBackend(spmd=True) for length buckets over many devices")
+    if cfg.buckets:
+        raise ValueError("launch_fit feeds each core fixed-shape batches from a DistributedSampler: use buckets=0, "
+                                         "or XlaBackend(spmd=True) for length buckets over many devices")
     if tx._XLAC._xla_runtime_is_initialized():
-        raise RuntimeError("this process has already used the XLA device, so torch_xla.launch cannot hand the devices to "
-                           "per-core processes. Call launch_fit in a fresh process (restart the kernel and call it before "
+        raise RuntimeError(
+            "this process has already used the XLA device, so torch_xla.launch cannot hand the devices to "
+                           "per-core processes. Call launch_fit in a fresh process (restart the kernel and call it "
+                           "before "
                            "anything creates an XLA tensor), or use XlaBackend(spmd=True) in this one.")
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     cc = compile_cache_dir('torch_xla') if compile_cache is None else compile_cache
-    cc = None if cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no') else str(Path(cc).expanduser().resolve())
+    cc = None if cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no') else str(
+        Path(cc).expanduser().resolve())
     tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir), cc))
     return History.from_dict(read_json(out_dir / 'history.json'))

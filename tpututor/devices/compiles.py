@@ -60,7 +60,9 @@ class CompileWatcher:
         warmup:int=1,       # steps whose compiles are expected (AdamW or momentum SGD: 2)
         name:str='train',   # what the watched loop is called in messages
         strict:bool=False,  # raise `RecompileError` instead of warning when a step recompiles after warm-up
-        counter=None,       # f() -> compiles so far in this process (default: torch_xla's, `tpututor.devices.ops.count_compiles('torch_xla')`)
+        # f() -> compiles so far in this process (default: torch_xla's,
+        # `tpututor.devices.ops.count_compiles('torch_xla')`)
+        counter=None,
     ):
         if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
             raise ValueError(f"warmup must be a whole number of steps (0 or more), got {warmup!r}")
@@ -125,7 +127,8 @@ def _describe(self:CompileWatcher, e):
     if e['changed']:
         what = '; '.join(_change(k, old, new) for k, (old, new) in e['changed'].items())
         return f"{head}: {what}. Pad inputs to a few fixed shapes (length buckets) so each shape compiles once."
-    if not e['inputs']: return f"{head}: no input shapes were recorded; pass them, e.g. step(input_ids=batch['input_ids'])."
+    if not e['inputs']:
+        return f"{head}: no input shapes were recorded; pass them, e.g. step(input_ids=batch['input_ids'])."
     return f"{head}: no input shape changed, {_SUSPECTS}."
 
 # %% ../../nbs/devices/06_compiles.ipynb #546a699d
@@ -146,7 +149,8 @@ def __repr__(self:CompileWatcher): return self.report().splitlines()[0]
 # %% ../../nbs/devices/06_compiles.ipynb #5d15de8e
 class CompileCount:
     "The compiles counted by `compiles_during`: live inside the `with` block, fixed after it"
-    def __init__(self, counter=None): self._count = counter or _xla_compiles; self._start, self._end = self._count(), None
+    def __init__(self, counter=None):
+        self._count = counter or _xla_compiles; self._start, self._end = self._count(), None
     @property
     def n(self)->int: return max((self._count() if self._end is None else self._end) - self._start, 0)
     def __int__(self): return self.n

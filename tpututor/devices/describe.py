@@ -13,7 +13,8 @@ from .frameworks import import_tf, import_xla, installed, not_installed, tpu_pre
 __all__ = ['FRAMEWORKS', 'describe', 'VirtualDeviceError', 'virtual_tpu']
 
 # %% ../../nbs/devices/02_describe.ipynb #b4dd9f9d
-FRAMEWORKS = ('jax', 'torch_xla', 'tensorflow')   # the order of describe's rows, JAX first: the path to the TPU on Kaggle and Colab
+# the order of describe's rows, JAX first: the path to the TPU on Kaggle and Colab
+FRAMEWORKS = ('jax', 'torch_xla', 'tensorflow')
 _EXTRA = {'jax': 'keras', 'torch_xla': 'xla', 'tensorflow': 'tf'}
 
 def _loaded(name): return sys.modules.get(name) is not None
@@ -43,7 +44,8 @@ def _jax_rows():
     import jax
     kinds = list(dict.fromkeys(d.platform for d in jax.devices()))
     counts = {k: sum(d.platform == k for d in jax.devices()) for k in kinds}
-    return [dict(framework='jax', device=k.upper(), count=counts[k], notes=_jax_notes(jax, k, counts[k])) for k in kinds]
+    return [
+        dict(framework='jax', device=k.upper(), count=counts[k], notes=_jax_notes(jax, k, counts[k])) for k in kinds]
 
 # %% ../../nbs/devices/02_describe.ipynb #3d8ddc3f
 def _xla_started():
@@ -73,7 +75,8 @@ def _tf_rows(tf):
         n = len(tf.config.list_physical_devices(kind))
         if n or (kind == 'TPU' and tpu_present()):
             rows.append(dict(framework='tensorflow', device=kind, count=n, notes='physical' if kind == 'GPU' else
-                             'TensorFlow reaches TPU cores through TPUClusterResolver + initialize_tpu_system (TPUStrategy)'))
+                             'TensorFlow reaches TPU cores through TPUClusterResolver + initialize_tpu_system '
+                             '(TPUStrategy)'))
     return rows
 
 # %% ../../nbs/devices/02_describe.ipynb #6516d721
@@ -85,7 +88,8 @@ def _probe_here(names):
             if name == 'jax': rows += _jax_rows()
             elif name == 'torch_xla': import_xla(); rows += _xla_rows()
             else: rows += _tf_rows(sys.modules.get('tensorflow') or import_tf(legacy_keras=False))
-        except Exception as e: rows.append(dict(framework=name, device='-', count=0, notes=f'{type(e).__name__}: {e}'[:200]))
+        except Exception as e:
+            rows.append(dict(framework=name, device='-', count=0, notes=f'{type(e).__name__}: {e}'[:200]))
     return rows
 
 _PROBE = '''
@@ -102,13 +106,15 @@ def _probe_rows(proc, names, timeout):
     try: out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired: proc.kill(); proc.communicate(); return failed(f'no answer in {timeout}s')
     try: rows = json.loads(out.strip().splitlines()[-1])
-    except (IndexError, ValueError): return failed(f'exit code {proc.returncode}: ' + (err.strip().splitlines() or [''])[-1])
+    except (IndexError, ValueError):
+        return failed(f'exit code {proc.returncode}: ' + (err.strip().splitlines() or [''])[-1])
     for row in rows: row['notes'] = '; '.join(x for x in (row['notes'], 'seen from a fresh process') if x)
     return rows
 
 # %% ../../nbs/devices/02_describe.ipynb #763b1e23
 def _probe_fresh(groups, timeout=300):
-    "Rows for each group of framework names, each group from a fresh Python process of its own, so that nothing starts in this one"
+    """Rows for each group of framework names, each group from a fresh Python process of its own, so that nothing
+    starts in this one"""
     start = lambda names: subprocess.Popen([sys.executable, '-c', _PROBE, *names], stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True)
     if tpu_present():   # a TPU opens in one process at a time: one probe after the other
@@ -136,10 +142,12 @@ def describe(
     rows, fresh = {}, []
     for name in FRAMEWORKS:
         if not installed(name):
-            rows[name] = [dict(framework=name, device='-', count=0, notes=f"not installed: pip install 'tpututor[{_EXTRA[name]}]'")]
+            rows[name] = [dict(framework=name, device='-', count=0,
+                               notes=f"not installed: pip install 'tpututor[{_EXTRA[name]}]'")]
         elif (here := _rows_here(name)) is not None: rows[name] = here
         else: fresh.append(name)
-    groups = [g for g in ([n for n in fresh if n == 'jax'], [n for n in fresh if n != 'jax']) if g]   # JAX apart from the others
+    # JAX apart from the others
+    groups = [g for g in ([n for n in fresh if n == 'jax'], [n for n in fresh if n != 'jax']) if g]
     for row in (_probe_fresh(groups) if groups else []): rows.setdefault(row['framework'], []).append(row)
     if 'torch_xla' in fresh and _loaded('tensorflow') and not _loaded('torch_xla'):
         for row in rows['torch_xla']: row['notes'] += '; cannot be imported here: TensorFlow was imported first'
@@ -150,7 +158,8 @@ def describe(
 # %% ../../nbs/devices/02_describe.ipynb #0de9c2a8
 def _check_int(name, v, least):
     "`v`, when it is an int of at least `least`; else a ValueError naming `name`"
-    if not isinstance(v, int) or isinstance(v, bool) or v < least: raise ValueError(f"`{name}` must be an int >= {least}, got {v!r}")
+    if not isinstance(v, int) or isinstance(v, bool) or v < least:
+        raise ValueError(f"`{name}` must be an int >= {least}, got {v!r}")
     return v
 
 # %% ../../nbs/devices/02_describe.ipynb #9f88cf1d
@@ -175,7 +184,8 @@ def _chosen(frameworks):
 def _virtual_xla(n):
     dev = os.environ.get('PJRT_DEVICE', 'CPU').upper()
     if dev != 'CPU':
-        raise VirtualDeviceError(f"PJRT_DEVICE={dev} is set, so torch_xla is meant to use a real {dev}, and virtual_tpu "
+        raise VirtualDeviceError(
+            f"PJRT_DEVICE={dev} is set, so torch_xla is meant to use a real {dev}, and virtual_tpu "
                                  "makes CPU devices. To simulate anyway, set os.environ['PJRT_DEVICE'] = 'CPU' before "
                                  "torch_xla starts, or leave torch_xla out: virtual_tpu(n, frameworks='tf').")
     if _xla_started():
@@ -197,7 +207,8 @@ def _virtual_tf(n):
         have = len(tf.config.list_logical_devices('CPU'))
         raise VirtualDeviceError(f"TensorFlow has already initialised its devices ({have} CPU device(s)), and they "
                                  f"cannot be split any more ({e}). Call virtual_tpu({n}) at the top of the notebook, "
-                                 "before any TensorFlow op, model or strategy is made, then restart the kernel and run again.") from None
+                                 "before any TensorFlow op, model or strategy is made, then restart the kernel and "
+                                 "run again.") from None
     return [d.name for d in tf.config.list_logical_devices('CPU')]
 
 # %% ../../nbs/devices/02_describe.ipynb #ab0a31a1
@@ -213,7 +224,8 @@ def virtual_tpu(
     for name in names:
         if name == 'torch_xla' and not explicit and _loaded('tensorflow') and not _loaded('torch_xla'):
             warnings.warn("Left torch_xla out: TensorFlow is already imported in this process, and importing torch_xla "
-                          "after it would abort the process. Call virtual_tpu() before importing TensorFlow to set up both.")
+                          "after it would abort the process. Call virtual_tpu() before importing TensorFlow to set up "
+                          "both.")
             continue
         out[name] = _virtual_xla(n) if name == 'torch_xla' else _virtual_tf(n)
     return out

@@ -37,7 +37,8 @@ def _minor(v): return '.'.join(v.split('+')[0].split('.')[:2])
 
 # %% ../../nbs/devices/01_frameworks.ipynb #764e51ac
 def import_xla(
-    device:str|None=None, # PJRT device to use if none is set yet: 'TPU', 'CUDA' or 'CPU' (default: TPU if present, else CPU)
+    # PJRT device to use if none is set yet: 'TPU', 'CUDA' or 'CPU' (default: TPU if present, else CPU)
+    device:str|None=None,
 ):                        # the `torch_xla` module
     "Import `torch_xla` safely: refuse with a clear error when TensorFlow is already loaded in this process"
     if 'torch_xla' in sys.modules: return sys.modules['torch_xla']
@@ -60,7 +61,8 @@ def import_xla(
 # %% ../../nbs/devices/01_frameworks.ipynb #74e777aa
 def tpu_present():
     "Cheap check for TPU chips (Linux exposes them as /dev/accel* or /dev/vfio devices) or a TPU VM's env"
-    return any(os.path.exists(p) for p in ('/dev/accel0', '/dev/vfio/0')) or 'TPU_NAME' in os.environ or 'COLAB_TPU_ADDR' in os.environ
+    return any(os.path.exists(p) for p in ('/dev/accel0',
+                                           '/dev/vfio/0')) or 'TPU_NAME' in os.environ or 'COLAB_TPU_ADDR' in os.environ
 
 # %% ../../nbs/devices/01_frameworks.ipynb #5323082b
 def check_xla_pair(
@@ -70,9 +72,11 @@ def check_xla_pair(
     have = have or installed_version
     tv, xv = have('torch'), have('torch_xla')
     if tv and xv and _minor(tv) != _minor(xv):
-        raise ImportError(f"torch {tv} and torch_xla {xv} are installed, but torch_xla imports only beside the torch of its own "
+        raise ImportError(
+            f"torch {tv} and torch_xla {xv} are installed, but torch_xla imports only beside the torch of its own "
                           f"version. Install the matching torch: pip install 'torch=={_minor(xv)}.*' (or call "
-                          "tpututor.devices.frameworks.install_missing('xla', allow_changes=True)), then restart the process.")
+                          "tpututor.devices.frameworks.install_missing('xla', allow_changes=True)), then restart the "
+                          "process.")
 
 # %% ../../nbs/devices/01_frameworks.ipynb #4a5980bb
 class KerasVersionError(RuntimeError):
@@ -151,7 +155,8 @@ class Step:
     changes:list=field(default_factory=list)  # installed packages it replaces or may break (empty: it only adds)
     def __repr__(self): return 'pip install ' + ' '.join(self.pip)
     @property
-    def big(self)->bool: return any(_name(a) in FRAMEWORKS for a in self.pip if not a.startswith('-') and '://' not in a)
+    def big(self)->bool:
+        return any(_name(a) in FRAMEWORKS for a in self.pip if not a.startswith('-') and '://' not in a)
 
 # %% ../../nbs/devices/01_frameworks.ipynb #442bd594
 def _unmet(dist, have, requires, skip=()):
@@ -169,7 +174,8 @@ def _plan_keras(have, requires, tpu):
     plan = []
     if have('jax') is None: plan.append(Step(['jax[tpu]' if tpu else 'jax'], 'JAX, the backend Keras 3 runs on'))
     if have('keras-hub') is None:
-        plan.append(Step(['--no-deps', 'keras-hub'], 'KerasHub alone: on Linux it requires tensorflow-text, which brings all of TensorFlow'))
+        plan.append(Step(['--no-deps', 'keras-hub'],
+                         'KerasHub alone: on Linux it requires tensorflow-text, which brings all of TensorFlow'))
     elif (unmet := _unmet('keras-hub', have, requires, skip={'tensorflow-text'})):
         plan.append(Step([r for r, _, _ in unmet], "KerasHub's requirements but tensorflow-text",
                          [f'{n} {v}' for _, n, v in unmet if v is not None and _norm(n) in FRAMEWORKS]))
@@ -182,12 +188,16 @@ def _plan_xla(have, tpu):
     plan, tv, xv = [], have('torch'), have('torch_xla') or have('torch-xla')
     x = 'torch_xla[tpu]' if tpu else 'torch_xla'
     if xv is None:
-        if tv is None: plan.append(Step([f'torch>={XLA_MINORS[0]},<2.10', f'{x}>={XLA_MINORS[0]},<2.10'], 'PyTorch/XLA and its torch'))
-        elif _minor(tv) in XLA_MINORS: plan.append(Step([f'{x}=={_minor(tv)}.*'], f'PyTorch/XLA for the installed torch {tv}'))
+        if tv is None:
+            plan.append(
+                Step([f'torch>={XLA_MINORS[0]},<2.10', f'{x}>={XLA_MINORS[0]},<2.10'], 'PyTorch/XLA and its torch'))
+        elif _minor(tv) in XLA_MINORS:
+            plan.append(Step([f'{x}=={_minor(tv)}.*'], f'PyTorch/XLA for the installed torch {tv}'))
         else: plan.append(Step([f'torch=={XLA_MINORS[-1]}.*', f'{x}=={XLA_MINORS[-1]}.*'],
                                f'PyTorch/XLA: none is released for torch {_minor(tv)}', [f'torch {tv}']))
     elif tv is None or _minor(tv) != _minor(xv):
-        plan.append(Step([f'torch=={_minor(xv)}.*'], f'the torch that torch_xla {xv} imports beside', [f'torch {tv}'] if tv else []))
+        plan.append(Step([f'torch=={_minor(xv)}.*'], f'the torch that torch_xla {xv} imports beside',
+                         [f'torch {tv}'] if tv else []))
     v = have('transformers')
     if v is None or not _version_in(v, TORCH_TRANSFORMERS):
         plan.append(Step([TORCH_TRANSFORMERS], 'transformers for the torch models', [f'transformers {v}'] if v else []))
@@ -210,12 +220,15 @@ def _plan_tf(have, tpu):
     if tpu and 'tensorflow-tpu' not in installed:
         plan.append(Step(['tensorflow-tpu', '-f', TF_TPU_INDEX], 'TensorFlow for the TPU, with a libtpu of its own',
                          [f'{d} {v} (replaced)' for d, v in installed.items()]
-                         + ([f"libtpu {have('libtpu')} (replaced by the one tensorflow-tpu needs)"] if have('libtpu') else [])
-                         + [f'{d} {v} (may no longer find the TPU with that libtpu)' for d in ('jax', 'torch_xla') if (v := have(d))]))
+                         + (
+                             [f"libtpu {have('libtpu')} (replaced by the one tensorflow-tpu needs)"] if have('libtpu') else [])
+                         + [f'{d} {v} (may no longer find the TPU with that libtpu)' for d in ('jax', 'torch_xla') if (
+                             v := have(d))]))
     elif not installed: plan.append(Step(['tensorflow==2.21.*'], 'TensorFlow'))
     tfv = next(iter(installed.values()), None)
     if tfv and (have('tf-keras') is None or _minor(have('tf-keras')) != _minor(tfv)):
-        plan.append(Step(['--no-deps', f'tf-keras=={_minor(tfv)}.*'], f'Keras 2 for TensorFlow {_minor(tfv)}, as transformers TF models need'))
+        plan.append(Step(['--no-deps', f'tf-keras=={_minor(tfv)}.*'],
+                         f'Keras 2 for TensorFlow {_minor(tfv)}, as transformers TF models need'))
     v = have('transformers')
     if v is None or _minor(v) != '4.57':
         plan.append(Step([TRANSFORMERS_PIN], 'transformers 4.57, the last line with TensorFlow models',
@@ -229,7 +242,9 @@ def _version_in(v, req):
 
 # %% ../../nbs/devices/01_frameworks.ipynb #6a0a5095
 def install_plan(
-    framework:str,      # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA), 'torch' (native PyTorch) or 'tf' (TensorFlow + tf-keras)
+    # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA), 'torch' (native PyTorch) or 'tf' (TensorFlow +
+    # tf-keras)
+    framework:str,
     tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
     have=None,          # dist name -> installed version or None (default: `installed_version`)
     requires=None,      # dist name -> its requirement strings (default: `installed_requires`)
@@ -257,7 +272,8 @@ def install_missing(
     plan = install_plan(framework, tpu=tpu, have=have)
     gated = lambda s: bool(s.changes) or (framework == 'tf' and s.big)
     if not plan: print('nothing to install'); return []
-    for s in plan: print(f'{s!r}   # {s.why}' + (f"; replaces or may break: {', '.join(s.changes)}" if s.changes else ''))
+    for s in plan:
+        print(f'{s!r}   # {s.why}' + (f"; replaces or may break: {', '.join(s.changes)}" if s.changes else ''))
     if dry_run: return plan
     if any(map(gated, plan)) and not allow_changes:
         print(f"Nothing was installed: the steps above would change frameworks on this machine. To go ahead anyway, "
@@ -268,12 +284,16 @@ def install_missing(
     done = []
     while plan:
         step = plan[0]
-        if step.pip in [d.pip for d in done]: raise RuntimeError(f"{step!r} ran but did not take effect: install it by hand")
-        if gated(step) and not allow_changes: raise RuntimeError(f"{step!r} would change {step.changes}: run with allow_changes=True to go ahead")
+        if step.pip in [d.pip for d in done]:
+            raise RuntimeError(f"{step!r} ran but did not take effect: install it by hand")
+        if gated(step) and not allow_changes:
+            raise RuntimeError(f"{step!r} would change {step.changes}: run with allow_changes=True to go ahead")
         print(repr(step), flush=True)
         subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *step.pip], check=True)
         done.append(step); importlib.invalidate_caches()
         plan = install_plan(framework, tpu=tpu, have=have)
-    stale = [m for m in ('tensorflow', 'tf_keras', 'transformers', 'torch', 'torch_xla', 'jax', 'keras', 'keras_hub') if m in sys.modules]
-    if stale: print(f"{', '.join(stale)} were imported before the install: restart the kernel (Runtime > Restart) and run on")
+    stale = [m for m in ('tensorflow', 'tf_keras', 'transformers', 'torch',
+                         'torch_xla', 'jax', 'keras', 'keras_hub') if m in sys.modules]
+    if stale:
+        print(f"{', '.join(stale)} were imported before the install: restart the kernel (Runtime > Restart) and run on")
     return done

@@ -43,13 +43,16 @@ def import_keras(
     if 'keras' in sys.modules and hasattr(sys.modules['keras'], 'backend'):
         have = sys.modules['keras'].backend.backend()
         if have != want:
-            raise KerasBackendError(f"Keras is already imported with the {have!r} backend, so it cannot run on {want!r}: "
-                                    f"restart the kernel and set KERAS_BACKEND={want} (or call import_keras({want!r})) before anything imports keras")
+            raise KerasBackendError(
+                f"Keras is already imported with the {have!r} backend, so it cannot run on {want!r}: "
+                                    f"restart the kernel and set KERAS_BACKEND={want} (or call "
+                                    f"import_keras({want!r})) before anything imports keras")
     else: os.environ['KERAS_BACKEND'] = want
     try: import keras
     except ImportError: raise ImportError("Keras 3 is not installed: pip install 'tpututor[keras]'") from None
     if int(keras.__version__.split('.')[0]) < 3:
-        raise KerasBackendError(f"keras {keras.__version__} is Keras 2; the keras backend needs Keras 3: pip install 'keras>=3'")
+        raise KerasBackendError(
+            f"keras {keras.__version__} is Keras 2; the keras backend needs Keras 3: pip install 'keras>=3'")
     with (contextlib.nullcontext() if want == 'tensorflow' else keep_tf_out()):
         try: import keras_hub
         except ImportError: raise ImportError("KerasHub is not installed: pip install 'tpututor[keras]'") from None
@@ -72,7 +75,8 @@ def virtual_jax(
     start:bool=True,  # start JAX now; False: only set the count (then `init_multihost`, then call again)
 )->list:              # `jax.devices()` ([] when not started)
     "Make JAX show `n` CPU devices (the virtual TPU), unless it runs on a TPU or GPU already"
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1: raise ValueError(f"n must be a positive whole number of devices, got {n!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive whole number of devices, got {n!r}")
     import jax
     if not _started():
         flags = re.sub(r'--xla_force_host_platform_device_count=\d+', '', os.environ.get('XLA_FLAGS', ''))
@@ -82,7 +86,8 @@ def virtual_jax(
         if not start: return []
     devs = jax.devices()
     if devs[0].platform == 'cpu' and jax.local_device_count() != n:
-        raise VirtualDevicesError(f"JAX already started with {jax.local_device_count()} CPU devices, so it cannot show {n}: "
+        raise VirtualDevicesError(
+            f"JAX already started with {jax.local_device_count()} CPU devices, so it cannot show {n}: "
                                   "restart the kernel and call virtual_jax(n) before anything runs on JAX")
     return devs
 
@@ -98,7 +103,8 @@ def describe_jax()->str: # e.g. 'JAX, 8 devices (cpu)' or 'JAX, 2 processes x 4 
 _COMPILE_EVENT = '/jax/core/compile/backend_compile_duration'
 
 # %% ../../nbs/devices/03_jax.ipynb #28565fea
-_COST_EVENTS = (_COMPILE_EVENT, '/jax/core/compile/jaxpr_trace_duration', '/jax/core/compile/jaxpr_to_mlir_module_duration')
+_COST_EVENTS = (_COMPILE_EVENT, '/jax/core/compile/jaxpr_trace_duration',
+                '/jax/core/compile/jaxpr_to_mlir_module_duration')
 
 # %% ../../nbs/devices/03_jax.ipynb #3c51eac4
 _COMPILES, _COMPILE_SECS = [0], [0.0]
@@ -117,7 +123,8 @@ def _count_compiles()->int: # XLA compiles JAX has made in this process since th
 
 # %% ../../nbs/devices/03_jax.ipynb #6aaa1c6a
 def _compile_seconds()->float: # seconds JAX spent tracing, lowering and compiling in this process since the first count
-    "Time JAX has spent making programs (tracing to a jaxpr, lowering to StableHLO, XLA's compile or a cache load), from its own timers"
+    """Time JAX has spent making programs (tracing to a jaxpr, lowering to StableHLO, XLA's compile or a cache load),
+    from its own timers"""
     _count_compiles()
     return _COMPILE_SECS[0]
 
@@ -139,12 +146,16 @@ def _count_cache_hits()->int: # programs JAX has loaded from the persistent comp
     return _HITS[0]
 
 # %% ../../nbs/devices/03_jax.ipynb #5309ee3b
-_MAX_CACHE_BYTES = 4 << 30   # the least recently used programs are deleted past this size (where `filelock` is installed)
+# the least recently used programs are deleted past this size (where `filelock` is installed)
+_MAX_CACHE_BYTES = 4 << 30
 
 def _use_compile_cache(
-    path=None,   # the folder for JAX's programs (default: `tpututor.devices.ops.compile_cache_dir('jax')`); 'off': leave caching as it is
+    # the folder for JAX's programs (default: `tpututor.devices.ops.compile_cache_dir('jax')`); 'off': leave caching as
+    # it is
+    path=None,
 ):               # the folder in use, or None when caching is off
-    "Keep every program JAX compiles in `path`, and load it from there in a later process (call before the first compile)"
+    """Keep every program JAX compiles in `path`, and load it from there in a later process (call before the first
+    compile)"""
     from pathlib import Path
     from tpututor.devices.ops import compile_cache_dir, cache_off
     if path is None: path = compile_cache_dir('jax')
@@ -163,10 +174,12 @@ def _use_compile_cache(
         jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)   # however small
         try:
             import filelock   # noqa: F401  JAX needs it to keep the folder under a size
-            if jax.config.jax_compilation_cache_max_size == -1: jax.config.update('jax_compilation_cache_max_size', _MAX_CACHE_BYTES)
+            if jax.config.jax_compilation_cache_max_size == -1:
+                jax.config.update('jax_compilation_cache_max_size', _MAX_CACHE_BYTES)
         except ImportError: pass
         from jax._src import compilation_cache
-        compilation_cache.reset_cache()   # a cache checked earlier in this process is looked up again, in the new folder
+        # a cache checked earlier in this process is looked up again, in the new folder
+        compilation_cache.reset_cache()
     return path
 
 # %% ../../nbs/devices/03_jax.ipynb #7145568a
@@ -182,7 +195,8 @@ def main_process()->bool: # True in process 0 of a multi-host run, and in every 
 
 # %% ../../nbs/devices/03_jax.ipynb #52ca94bc
 def init_multihost(
-    coordinator:str|None=None,   # 'host:port' of process 0; 'auto' on a TPU pod slice (JAX finds the hosts); None: one process
+    # 'host:port' of process 0; 'auto' on a TPU pod slice (JAX finds the hosts); None: one process
+    coordinator:str|None=None,
     num_processes:int|None=None, # processes in the run (one per host)
     process_id:int|None=None,    # this process's index, 0 .. num_processes-1
     heartbeat_s:int=100,         # seconds without a heartbeat before the others are stopped with an error
@@ -191,14 +205,17 @@ def init_multihost(
     "Join the processes of a multi-host run (`jax.distributed.initialize`); call before anything runs on JAX"
     import jax
     if coordinator is None: return jax.process_index(), jax.process_count()
-    if coordinator == 'auto': jax.distributed.initialize(heartbeat_timeout_seconds=heartbeat_s, initialization_timeout=timeout_s)
+    if coordinator == 'auto':
+        jax.distributed.initialize(heartbeat_timeout_seconds=heartbeat_s, initialization_timeout=timeout_s)
     else:
         if num_processes is None or process_id is None:
-            raise ValueError(f"coordinator={coordinator!r} needs num_processes and process_id (every process gets the same "
+            raise ValueError(
+                f"coordinator={coordinator!r} needs num_processes and process_id (every process gets the same "
                              "coordinator and num_processes, and its own process_id from 0)")
         if not 0 <= process_id < num_processes:
             raise ValueError(f"process_id={process_id} is not in 0..{num_processes - 1}")
-        if _started(): raise RuntimeError("JAX is already running, so it cannot join a multi-host run: call init_multihost first")
+        if _started():
+            raise RuntimeError("JAX is already running, so it cannot join a multi-host run: call init_multihost first")
         jax.config.update('jax_cpu_collectives_implementation', 'gloo')
         jax.distributed.initialize(coordinator, num_processes, process_id, heartbeat_timeout_seconds=heartbeat_s,
                                    initialization_timeout=timeout_s)
@@ -256,7 +273,8 @@ def _peak_flops(
 
 # %% ../../nbs/devices/03_jax.ipynb #3ec4e0b7
 class JaxDevice:
-    "JAX's device layer for the meter's operations: the functions of this lesson, behind the methods every framework has"
+    """JAX's device layer for the meter's operations: the functions of this lesson, behind the methods every
+    framework has"""
     def kind(self)->str: # 'CPU:<model> xN', 'TPU:TPU v5 lite', 'GPU:NVIDIA H100 80GB HBM3'
         import jax
         from tpututor.meter import host_name

@@ -15,7 +15,8 @@ __all__ = ['OFF', 'DEVICE_LAYERS', 'cache_off', 'compile_cache_dir', 'compile_ca
            'peak_flops', 'count_compiles', 'use_compile_cache', 'device_kind']
 
 # %% ../../nbs/devices/00_ops.ipynb #1e8d4263
-OFF = ('off', '0', 'none', 'false', 'no')   # what turns the compile cache off, in $TPUTUTOR_COMPILE_CACHE or a `compile_cache` argument
+# what turns the compile cache off, in $TPUTUTOR_COMPILE_CACHE or a `compile_cache` argument
+OFF = ('off', '0', 'none', 'false', 'no')
 
 def cache_off(value)->bool:
     "Does a compile-cache setting say 'off'?"
@@ -31,7 +32,8 @@ def _compile_root()->Path|None: # the folder holding every framework's compile c
 def compile_cache_dir(
     framework:str, # 'jax', 'torch_xla' or 'tensorflow': one folder each
 )->Path|None:      # the folder (not created here), or None when `$TPUTUTOR_COMPILE_CACHE` is 'off'
-    "Where `framework` keeps compiled programs: `$TPUTUTOR_COMPILE_CACHE/<framework>`, else `compile/<framework>` in the user cache"
+    """Where `framework` keeps compiled programs: `$TPUTUTOR_COMPILE_CACHE/<framework>`, else `compile/<framework>`
+    in the user cache"""
     if not framework or not isinstance(framework, str) or '/' in framework or framework.startswith('.'):
         raise ValueError(f"framework={framework!r}: give a framework name such as 'jax' or 'torch_xla'")
     root = _compile_root()
@@ -47,7 +49,8 @@ def compile_cache_report()->list: # one dict per framework folder: framework, pa
     "The compile cache's folders with their sizes ([] when caching is off or nothing was cached yet)"
     root = _compile_root()
     if root is None or not root.is_dir(): return []
-    return [dict(framework=d.name, path=str(d), files=(s := _size(d))[0], bytes=s[1]) for d in sorted(root.iterdir()) if d.is_dir()]
+    return [dict(framework=d.name, path=str(d), files=(s := _size(d))[0],
+                 bytes=s[1]) for d in sorted(root.iterdir()) if d.is_dir()]
 
 # %% ../../nbs/devices/00_ops.ipynb #9648c8e0
 def clear_compile_cache(
@@ -76,10 +79,13 @@ DEVICE_LAYERS = {   # framework -> (module, class) of the object that answers th
 
 def device_ops(
     framework:str, # a key of `DEVICE_LAYERS`
-):                 # its device layer: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(), use_compile_cache(path)
+# its device layer: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(),
+# use_compile_cache(path)
+):
     "The object that answers the meter's questions for `framework` (its module is imported only now)"
     import importlib
-    if framework not in DEVICE_LAYERS: raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_LAYERS)}")
+    if framework not in DEVICE_LAYERS:
+        raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_LAYERS)}")
     mod, cls = DEVICE_LAYERS[framework]
     return getattr(importlib.import_module(mod), cls)()
 

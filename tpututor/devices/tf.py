@@ -84,7 +84,8 @@ def _peak_flops(
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     strategy = strategy or get_strategy(verbose=False)
     try: first = strategy.extended.worker_devices[0]
-    except RuntimeError:   # the default strategy names no devices: it runs where TensorFlow places ops, a GPU if there is one
+    # the default strategy names no devices: it runs where TensorFlow places ops, a GPU if there is one
+    except RuntimeError:
         first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
     kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
     if kind == 'CPU': kind = f'CPU:{host_name()}'
@@ -97,7 +98,8 @@ def _peak_flops(
         dt = getattr(tf, dtype)
         with strategy.scope():   # variables, not constants: a graph of constants would be folded away before it runs
             a = tf.Variable(tf.cast(tf.random.stateless_normal((n, n), seed=[0, 1]), dt), trainable=False)
-            b = tf.Variable(tf.cast(tf.random.stateless_normal((n, n), seed=[2, 3]) / math.sqrt(n), dt), trainable=False)
+            b = tf.Variable(tf.cast(tf.random.stateless_normal((n, n), seed=[2, 3]) / math.sqrt(n), dt),
+                            trainable=False)
         def one():
             c = a
             for _ in range(reps): c = tf.matmul(c, b)
@@ -110,18 +112,25 @@ def _peak_flops(
 # %% ../../nbs/devices/04_tf.ipynb #c75c5441
 class TfDevice:
     "TensorFlow's device layer for the meter's operations"
-    def __init__(self, strategy=None): self.strategy = strategy   # the strategy whose replicas answer (default: `get_strategy()`)
+    def __init__(self,
+                 strategy=None): # the strategy whose replicas answer (default: `get_strategy()`)
+        self.strategy = strategy
     def kind(self)->str: # 'CPU:<model> xN', 'GPU:<name>', 'TPU'
         "What the strategy's first replica computes on"
         from tpututor.meter import host_name
         tf = import_tf(); s = self.strategy or get_strategy(verbose=False)
         try: first = s.extended.worker_devices[0]
-        except RuntimeError: first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
+        except RuntimeError:
+            first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
         kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
-        if kind == 'GPU': return f"GPU:{tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name', '')}"
+        if kind == 'GPU':
+            return (
+                f"GPU:{tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name', '')}")
         return f'CPU:{host_name()}' if kind == 'CPU' else kind
-    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return _peak_flops(self.strategy, dtype, refresh=refresh)
-    def count_compiles(self): return None        # graphs are traced, not compiled by XLA: the tf backend counts its traces
+    def peak_flops(self, dtype:str='float32', refresh:bool=False)->float:
+        return _peak_flops(self.strategy, dtype, refresh=refresh)
+    def count_compiles(self):
+        return None        # graphs are traced, not compiled by XLA: the tf backend counts its traces
     def cache_hits(self): return None
     def compile_seconds(self): return None
     def use_compile_cache(self, path=None): return None   # nothing to keep between processes
@@ -138,7 +147,8 @@ def global_batch(
 )->int:              # rows per step over all replicas
     "Global batch size: per-replica batch x replicas"
     n = strategy if isinstance(strategy, int) else n_replicas(strategy)
-    if not isinstance(per_replica, int) or per_replica < 1: raise ValueError(f"per_replica batch must be an integer >= 1, got {per_replica!r}")
+    if not isinstance(per_replica, int) or per_replica < 1:
+        raise ValueError(f"per_replica batch must be an integer >= 1, got {per_replica!r}")
     return per_replica * n
 
 # %% ../../nbs/devices/04_tf.ipynb #983e8d7d
@@ -160,8 +170,11 @@ def check_steps_per_execution(
     "Steps per execution that work under `strategy`: 1 (with a warning) for Keras 3 + multi-replica MirroredStrategy"
     if not isinstance(n, int) or n < 1: raise ValueError(f"steps_per_execution must be an integer >= 1, got {n!r}")
     tf = tf or import_tf(legacy_keras=False)
-    if n > 1 and not keras_is_legacy(tf) and isinstance(strategy, tf.distribute.MirroredStrategy) and n_replicas(strategy) > 1:
-        warnings.warn(f"steps_per_execution={n} with Keras 3 and a {n_replicas(strategy)}-replica MirroredStrategy fails "
-                      "inside fit (keras-team/keras#19246); using 1. Use tf-keras (tpututor.devices.frameworks.import_tf()) to keep it.")
+    if n > 1 and not keras_is_legacy(tf) and isinstance(strategy,
+                                                        tf.distribute.MirroredStrategy) and n_replicas(strategy) > 1:
+        warnings.warn(
+            f"steps_per_execution={n} with Keras 3 and a {n_replicas(strategy)}-replica MirroredStrategy fails "
+                      "inside fit (keras-team/keras#19246); using 1. Use tf-keras "
+                      "(tpututor.devices.frameworks.import_tf()) to keep it.")
         return 1
     return n

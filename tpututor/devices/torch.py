@@ -29,7 +29,8 @@ def _dist():
 def accelerator(
     index:int|None=None, # device index (default: `LOCAL_RANK` of a torchrun launch, else the current one)
 )->torch.device:         # e.g. cuda:0, tpu:0, or cpu
-    "The device `torch.accelerator` names (CUDA, TorchTPU's 'tpu', any PrivateUse1 device), or the CPU where there is none"
+    """The device `torch.accelerator` names (CUDA, TorchTPU's 'tpu', any PrivateUse1 device), or the CPU where there
+    is none"""
     acc = torch.accelerator.current_accelerator(check_available=True)
     if acc is None: return torch.device('cpu')
     if index is None: index = int(os.environ.get('LOCAL_RANK', torch.accelerator.current_device_index()))
@@ -39,13 +40,15 @@ def accelerator(
 def init_distributed(
     device=None, # the device this process trains on (default: `accelerator()`)
 )->int:          # processes in the group (1: none was started)
-    "Join the torch.distributed group of a `torchrun` launch (WORLD_SIZE > 1), on the backend torch registers for the device"
+    """Join the torch.distributed group of a `torchrun` launch (WORLD_SIZE > 1), on the backend torch registers for
+    the device"""
     d = torch.distributed
     if d.is_initialized(): return d.get_world_size()
     if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return 1
     dev = torch.device(device) if device is not None else accelerator()
     if dev.type != 'cpu': torch.accelerator.set_device_index(dev.index or 0)
-    d.init_process_group(d.get_default_backend_for_device(dev))   # gloo for CPUs, nccl for CUDA, what TorchTPU registers for 'tpu'
+    # gloo for CPUs, nccl for CUDA, what TorchTPU registers for 'tpu'
+    d.init_process_group(d.get_default_backend_for_device(dev))
     return d.get_world_size()
 
 # %% ../../nbs/devices/05_torch.ipynb #cb962a60
@@ -55,13 +58,16 @@ def _dynamo_counter(group, key):
 
 # %% ../../nbs/devices/05_torch.ipynb #66e88f51
 class TorchDevice:
-    "Native PyTorch on the device `torch.accelerator` names (CPU, CUDA, TorchTPU's 'tpu'), one process or one per device (torch.distributed)"
+    """Native PyTorch on the device `torch.accelerator` names (CPU, CUDA, TorchTPU's 'tpu'), one process or one per
+    device (torch.distributed)"""
     name = 'torch'       # the backend this layer serves (families are checked against it)
     framework = 'torch'  # the compile-cache folder's name
     attention = 'sdpa'   # transformers' attention kernel: fused scaled-dot-product attention
     def __init__(self,
         device=None,        # a device or its name ('cuda', 'cuda:1', 'tpu', 'cpu'); None: `accelerator()`
-        compile:bool|str=False, # `torch.compile` the model with static shapes (one program per batch shape); a string: its mode ('reduce-overhead': CUDA graphs)
+        # `torch.compile` the model with static shapes (one program per batch shape); a string: its mode
+        # ('reduce-overhead': CUDA graphs)
+        compile:bool|str=False,
     ):
         self.device = torch.device(device) if device is not None else accelerator()
         self.compile, self._compiled = compile, weakref.WeakKeyDictionary()
@@ -82,7 +88,8 @@ class TorchDevice:
         mod = getattr(torch, t, None)
         name = mod.get_device_name(self.device) if hasattr(mod, 'get_device_name') else ''
         return f'{t.upper()}:{name}' if name else t.upper()
-    def describe(self)->str: return f"{self.kind()}, {self.replicas()} process(es)" + (', torch.compile' if self.compile else '')
+    def describe(self)->str:
+        return f"{self.kind()}, {self.replicas()} process(es)" + (', torch.compile' if self.compile else '')
 
 # %% ../../nbs/devices/05_torch.ipynb #77d1e566
 @patch
@@ -111,7 +118,8 @@ def place(self:TorchDevice,
 )->dict:
     "A batch on the device; with several processes, this process's share of its rows"
     if share and self.split > 1: batch = {n: v.chunk(self.split)[self.rank] for n, v in batch.items()}
-    if self.device.type == 'cuda': batch = {n: v.pin_memory() for n, v in batch.items()}   # else the copy waits for the GPU to finish its queue
+    # else the copy waits for the GPU to finish its queue
+    if self.device.type == 'cuda': batch = {n: v.pin_memory() for n, v in batch.items()}
     return {n: v.to(self.device, non_blocking=True) for n, v in batch.items()}
 
 # %% ../../nbs/devices/05_torch.ipynb #d81a88af
@@ -124,7 +132,8 @@ def forward(self:TorchDevice, model:nn.Module): # a callable taking a batch
         for k in ('recompile_limit', 'cache_size_limit'):   # a program per bucket, training and predicting
             if getattr(dc, k, 64) < 64: setattr(dc, k, 64)
         fn = torch.compile(model, dynamic=False, **({'mode': self.compile} if isinstance(self.compile, str) else {}))
-        if self.compile == 'reduce-overhead':   # CUDA graphs reuse their output buffers: a step marks itself and copies its output out
+        # CUDA graphs reuse their output buffers: a step marks itself and copies its output out
+        if self.compile == 'reduce-overhead':
             def fn(batch, _f=fn): torch.compiler.cudagraph_mark_step_begin(); return _f(batch).clone()
         self._compiled[model] = fn
     return self._compiled[model]
@@ -217,7 +226,8 @@ def compile_seconds(self:TorchDevice)->float:
 # %% ../../nbs/devices/05_torch.ipynb #84960745
 @patch
 def use_compile_cache(self:TorchDevice, path=None): # the folder in use, or None
-    "Keep torch.compile's programs in `path` (default: `compile_cache_dir('torch')`); 'off': leave Inductor's own folder"
+    """Keep torch.compile's programs in `path` (default: `compile_cache_dir('torch')`); 'off': leave Inductor's own
+    folder"""
     if not self.compile: return None
     if path is None: path = compile_cache_dir(self.framework)
     elif cache_off(path): path = None
@@ -234,12 +244,14 @@ def peak_flops(self:TorchDevice,
     refresh:bool=False,   # measure again even if cached
 )->float:                 # FLOP/s of one device
     "The FLOP/s this device reaches on a chain of large matmuls, measured once and cached"
-    if dtype not in ('float32', 'bfloat16', 'float16'): raise ValueError(f"dtype={dtype!r}: use 'float32', 'bfloat16' or 'float16'")
+    if dtype not in ('float32', 'bfloat16', 'float16'):
+        raise ValueError(f"dtype={dtype!r}: use 'float32', 'bfloat16' or 'float16'")
     n = n or (1024 if self.device.type == 'cpu' else 8192)
     def measure():
         g = torch.Generator().manual_seed(0)
         a = torch.randn(n, n, generator=g).to(self.device, getattr(torch, dtype))
-        b = (torch.randn(n, n, generator=g) / n ** 0.5).to(self.device, getattr(torch, dtype))   # keeps the chain in range
+        # keeps the chain in range
+        b = (torch.randn(n, n, generator=g) / n ** 0.5).to(self.device, getattr(torch, dtype))
         def run():
             c = a
             for _ in range(8): c = c @ b
@@ -260,7 +272,8 @@ def reset_peak_memory(self:TorchDevice):
 
 # %% ../../nbs/devices/05_torch.ipynb #ac19d44e
 @patch
-def restore(self:TorchDevice, model:nn.Module, state:dict): model.load_state_dict(state)   # a snapshot of the weights back
+def restore(self:TorchDevice, model:nn.Module, state:dict):
+    model.load_state_dict(state)   # a snapshot of the weights back
 
 # %% ../../nbs/devices/05_torch.ipynb #2ee5ecfd
 @patch
@@ -271,7 +284,8 @@ def free(self:TorchDevice, model:nn.Module|None=None):
     if self.device.type != 'cpu': torch.accelerator.empty_cache()
 
 # %% ../../nbs/devices/05_torch.ipynb #2d238a05
-LAYERS = {'xla': 'tpututor.devices.xla:XlaDevice'}   # device type -> its layer ('module:Class', imported on first use); others: `TorchDevice`
+# device type -> its layer ('module:Class', imported on first use); others: `TorchDevice`
+LAYERS = {'xla': 'tpututor.devices.xla:XlaDevice'}
 
 def register_layer(
     device_type:str,  # what `torch.device(...).type` says, e.g. 'xla'
@@ -327,5 +341,6 @@ class AdamW(torch.optim.Optimizer):
 # %% ../../nbs/devices/05_torch.ipynb #e593e2a1
 @patch
 def optimizer(self:TorchDevice, groups:list, lr:float)->torch.optim.Optimizer: # AdamW over `groups`
-    "torch's AdamW, fused into a few kernels on CUDA: one small kernel per tensor and per operation would launch thousands a step"
+    """torch's AdamW, fused into a few kernels on CUDA: one small kernel per tensor and per operation would launch
+    thousands a step"""
     return torch.optim.AdamW(groups, lr=lr, fused=True if self.device.type == 'cuda' else None)

@@ -64,7 +64,9 @@ def _advice(what, n, secs, extra):
         return ((f'{extra} of them by .item(); ' if extra else '') + 'each .item(), .cpu() or print waits for '
                 'the device: log every N steps, not every step')
     if what == 'host -> device transfers':
-        return 'none' if not n else 'about one per input tensor per batch is normal; MpDeviceLoader overlaps them with compute'
+        return (
+            'none' if not n else 'about one per input tensor per batch is normal; MpDeviceLoader overlaps them with '
+                                 'compute')
     if what == 'CPU fallbacks':
         if not n: return 'none: every op ran on the XLA device'
         return (f'ops with no XLA lowering ran on the CPU ({extra}): each cuts the graph and copies data both ways; '
@@ -111,7 +113,8 @@ def _peak_flops(
     "The FLOP/s one XLA device reaches on a large matmul, measured once and cached"
     import torch, time
     from tpututor.meter import cached_peak, best_rate
-    tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module('torch_xla.runtime')
+    tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module(
+        'torch_xla.runtime')
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     kind = _device_kind()
     n = n or (1024 if kind.startswith('CPU') else 8192)
@@ -163,7 +166,8 @@ def shard_batch(
     axis:str='data',         # the mesh axis the batch dimension is split over
     allow_uneven:bool=False, # accept a batch that does not split evenly (XLA pads the last devices' shards)
 ):                           # the same tensor(s), on the XLA device, annotated to be split over `axis`
-    "Split the batch dimension of `batch` over the devices of `mesh` (SPMD data parallelism); other dimensions are replicated"
+    """Split the batch dimension of `batch` over the devices of `mesh` (SPMD data parallelism); other dimensions are
+    replicated"""
     if isinstance(batch, dict): return {k: shard_batch(v, mesh, axis, allow_uneven) for k, v in batch.items()}
     tx, xs = import_xla(), _xs()
     if mesh is None: mesh = xs.get_global_mesh()
@@ -183,11 +187,13 @@ def shard_batch(
     return t
 
 # %% ../../nbs/devices/07_xla.ipynb #10623087
-CACHE_LOADS = ('TPU', 'NEURON')   # runtimes that load a stored program back: the ones torch_xla 2.8 and 2.9 test the cache on
+# runtimes that load a stored program back: the ones torch_xla 2.8 and 2.9 test the cache on
+CACHE_LOADS = ('TPU', 'NEURON')
 
 # %% ../../nbs/devices/07_xla.ipynb #c211ead5
 _CANNOT_LOAD = {   # why not elsewhere, in words
-    'CPU': ("the CPU runtime stores compiled programs but cannot load them back ('Deserializing serialized executable not "
+    'CPU': (
+        "the CPU runtime stores compiled programs but cannot load them back ('Deserializing serialized executable not "
             "supported'), so a cache there costs a write per compile and saves nothing"),
     'CUDA': ("torch_xla stopped testing its cache on CUDA when stored programs no longer loaded there "
              "(pytorch/xla#8908, torch_xla 2.8)"),
@@ -217,11 +223,14 @@ def _cache_off(why:str, say:bool=False):
 
 # %% ../../nbs/devices/07_xla.ipynb #a9ed3e2b
 def _use_compile_cache(
-    path=None,           # folder for compiled programs (default: `tpututor.devices.ops.compile_cache_dir('torch_xla')`); 'off': none
-    force:bool=False,    # turn it on also where programs do not load back (CPU; CUDA since torch_xla 2.8), e.g. to test the writing
+    # folder for compiled programs (default: `tpututor.devices.ops.compile_cache_dir('torch_xla')`); 'off': none
+    path=None,
+    # turn it on also where programs do not load back (CPU; CUDA since torch_xla 2.8), e.g. to test the writing
+    force:bool=False,
     readonly:bool=False, # look programs up but store none (a folder attached read-only, or shared by several processes)
 ):                       # the folder in use (a `Path`), or None: then `compile_cache_status()['why']` says why
-    "Keep the graphs torch_xla compiles on disk and load them in a later process instead of compiling; call before the first compile"
+    """Keep the graphs torch_xla compiles on disk and load them in a later process instead of compiling; call before
+    the first compile"""
     from pathlib import Path
     tx, xr = import_xla(), _xr()
     if path is None: path = compile_cache_dir('torch_xla')
@@ -230,18 +239,23 @@ def _use_compile_cache(
     path = Path(path).expanduser().resolve()
     kind = xr.device_type()
     if kind not in CACHE_LOADS and not force:
-        return _cache_off(_CANNOT_LOAD.get(kind, f'torch_xla does not test its cache on {kind}') + '; force=True writes it anyway')
+        return _cache_off(
+            _CANNOT_LOAD.get(kind, f'torch_xla does not test its cache on {kind}') + '; force=True writes it anyway')
     now = os.environ.get('XLA_PERSISTENT_CACHE_PATH')
     if tx._XLAC._xla_computation_cache_is_initialized():   # torch_xla read its setting at this process's first compile
         if now and Path(now).resolve() == path: _CACHE.update(path=path, why=None); return path
-        return _cache_off(f"this process compiled a graph before the cache was set up{f' (it uses {now})' if now else ''}, "
-                          "and torch_xla reads the setting once, at the first compile: call use_compile_cache (or create "
+        return _cache_off(
+            f"this process compiled a graph before the cache was set up{f' (it uses {now})' if now else ''}, "
+                          "and torch_xla reads the setting once, at the first compile: call use_compile_cache (or "
+                          "create "
                           "XlaBackend) before anything runs on the XLA device, or restart the process", say=True)
     try:
         path.mkdir(parents=True, exist_ok=True)
         if not readonly and not os.access(path, os.W_OK): raise PermissionError('not writable')
     except OSError as e:
-        return _cache_off(f"{path} cannot be used ({e}): name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'", say=True)
+        return _cache_off(
+            f"{path} cannot be used ({e}): name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'",
+            say=True)
     xr.initialize_cache(str(path), readonly=readonly)
     _CACHE.update(path=path, why=None)
     return path
@@ -280,9 +294,11 @@ def replicate(tensors, mesh):
 
 # %% ../../nbs/devices/07_xla.ipynb #e1dd11ed
 def _restore(model, state:dict, mesh=None):
-    "Put a snapshot of the weights back as plain transfers, replicated again on `mesh`, so that prediction runs the graph it compiled before"
+    """Put a snapshot of the weights back as plain transfers, replicated again on `mesh`, so that prediction runs the
+    graph it compiled before"""
     live = model.state_dict(keep_vars=True)
-    if set(live) != set(state): raise KeyError(f"the snapshot's weights differ from the model's: {sorted(set(live) ^ set(state))[:5]}")
+    if set(live) != set(state):
+        raise KeyError(f"the snapshot's weights differ from the model's: {sorted(set(live) ^ set(state))[:5]}")
     with torch.no_grad():   # not load_state_dict: its in-place copies would ride along as new ops in the next graph
         for k, t in live.items(): t.data = state[k].to(t.device)
     if mesh is not None: replicate([*model.parameters(), *model.buffers()], mesh)
@@ -294,7 +310,8 @@ def xla_model(): # `torch_xla.core.xla_model`, imported safely
 
 # %% ../../nbs/devices/07_xla.ipynb #e45d3808
 class XlaDevice(TorchDevice):
-    "The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD over a mesh, or one process per core"
+    """The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD
+    over a mesh, or one process per core"""
     name, framework = 'xla', 'torch_xla'
     attention = 'eager'   # SDPA's mask check fetches a value mid-step: two graphs per step (section 1)
     def __init__(self,
@@ -305,36 +322,44 @@ class XlaDevice(TorchDevice):
         self.compile, self._compiled = False, weakref.WeakKeyDictionary()   # XLA compiles the graphs itself
     @property
     def device(self): return self.tx.device()   # touched only when used: SPMD must be switched on first
-    def replicas(self)->int: return importlib.import_module('torch_xla.runtime').world_size() if self.per_core else n_devices(self.mesh)
+    def replicas(self)->int:
+        return importlib.import_module('torch_xla.runtime').world_size() if self.per_core else n_devices(self.mesh)
     @property
     def split(self)->int: return 1   # SPMD splits a global batch itself; per core, the sampler picks each core's rows
     @property
     def rank(self)->int: return importlib.import_module('torch_xla.runtime').global_ordinal() if self.per_core else 0
     def kind(self)->str: return _device_kind()
-    def describe(self)->str: return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
+    def describe(self)->str:
+        return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
     def prepare(self): import_xla()   # before transformers: keeps TensorFlow out of this process
     def seed(self, seed:int): torch.manual_seed(seed); xla_model().set_rng_state(seed)
     def replicate(self, tensors):
         if self.mesh is not None: replicate(tensors, self.mesh)
     def place(self, batch:dict, share:bool=True)->dict: return to_device(batch, self.mesh)
     def check_precision(self, cfg): return check_precision(cfg)
-    def autocast(self, precision:str): return torch.autocast('xla', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
+    def autocast(self, precision:str):
+        return torch.autocast('xla', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
     def scaler(self, precision:str): return None
-    def optimizer(self, groups:list, lr:float)->AdamW: return AdamW(groups, lr=lr)   # its numbers stay data: one graph for every step
+    def optimizer(self, groups:list, lr:float)->AdamW:
+        return AdamW(groups, lr=lr)   # its numbers stay data: one graph for every step
     def reduce(self, opt):
         if self.per_core: xla_model().reduce_gradients(opt)   # average the gradients over all cores
-    def mean(self, x:float)->float: return float(xla_model().mesh_reduce('loss', float(x), np.mean)) if self.per_core else float(x)
+    def mean(self, x:float)->float:
+        return float(xla_model().mesh_reduce('loss', float(x), np.mean)) if self.per_core else float(x)
     def step_end(self): self.tx.sync()   # cut the step's graph: compiled the first time, run every time
     def flush(self): self.tx.sync()
     def wait(self): xla_model().wait_device_ops()
-    def count_compiles(self)->int: return _count_compiles() + _count_cache_hits()   # a new graph costs a compile or a cache load
+    def count_compiles(self)->int:
+        return _count_compiles() + _count_cache_hits()   # a new graph costs a compile or a cache load
     def cache_hits(self)->int: return _count_cache_hits()
     def compile_seconds(self)->float: return metric('CompileTime')[1]
-    def use_compile_cache(self, path=None, force:bool=False, readonly:bool=False): return _use_compile_cache(path, force, readonly)
+    def use_compile_cache(self, path=None, force:bool=False, readonly:bool=False):
+        return _use_compile_cache(path, force, readonly)
     def compile_stats(self)->dict: # compiles (and cache loads), cache loads, seconds compiling, so far in this process
         n, secs = metric('CompileTime'); h = _count_cache_hits()
         return dict(compiles=n + h, cache_hits=h, seconds=secs)
-    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float: return _peak_flops(dtype, n, refresh=refresh)
+    def peak_flops(self, dtype:str='float32', n:int|None=None, refresh:bool=False)->float:
+        return _peak_flops(dtype, n, refresh=refresh)
     def peak_memory(self): return None
     def restore(self, model:nn.Module, state:dict): _restore(model, state, self.mesh)
     def free(self, model:nn.Module|None=None):

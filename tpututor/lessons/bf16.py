@@ -32,7 +32,8 @@ LAYOUTS = {'float32': Layout(8, 23), 'bfloat16': Layout(8, 7), 'float16': Layout
 DTYPES = {'float32': np.dtype(np.float32), 'bfloat16': np.dtype(ml_dtypes.bfloat16), 'float16': np.dtype(np.float16)}
 
 # %% ../../nbs/lessons/01_bf16.ipynb #e061bc47
-_ALIASES = {'fp32': 'float32', 'f32': 'float32', 'bf16': 'bfloat16', 'fp16': 'float16', 'f16': 'float16', 'half': 'float16'}
+_ALIASES = {'fp32': 'float32', 'f32': 'float32', 'bf16': 'bfloat16',
+            'fp16': 'float16', 'f16': 'float16', 'half': 'float16'}
 
 # %% ../../nbs/lessons/01_bf16.ipynb #eeb930db
 def format_name(
@@ -113,13 +114,16 @@ def bits(
 )->Bits:
     "The sign, exponent and mantissa bits of `x` stored in `dtype`, and the value decoded from them"
     if np.ndim(x) != 0:
-        raise ValueError(f'bits() shows one number, got an array of shape {np.shape(x)}: pass one element, or use fields() for arrays')
+        raise ValueError(
+            f'bits() shows one number, got an array of shape {np.shape(x)}: pass one element, or use fields() for '
+            f'arrays')
     L = layout(dtype)
     s, e, m = fields(x, dtype)
     return Bits(str(s), format(e, f'0{L.ebits}b'), format(m, f'0{L.mbits}b'), decode(s, e, m, dtype))
 
 # %% ../../nbs/lessons/01_bf16.ipynb #80bf6fb4
-COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}   # the picture and the explorer colour the fields alike
+# the picture and the explorer colour the fields alike
+COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}
 
 # %% ../../nbs/lessons/01_bf16.ipynb #a184d30a
 def draw_bits(
@@ -162,9 +166,11 @@ def relative_error(
 )->float:   # ||approx - exact|| / ||exact|| (absolute values for scalars); inf if approx overflowed
     "Relative error of `approx` against `exact`, in the 2-norm over all elements, computed in float64"
     a, e = np.asarray(approx).astype(np.float64), np.asarray(exact).astype(np.float64)
-    if a.shape != e.shape: raise ValueError(f'approx has shape {a.shape} but exact has shape {e.shape}: compare arrays of one shape')
+    if a.shape != e.shape:
+        raise ValueError(f'approx has shape {a.shape} but exact has shape {e.shape}: compare arrays of one shape')
     den = np.linalg.norm(e.ravel())
-    if den == 0: raise ValueError('exact is all zeros, so a relative error is undefined: compare the absolute error instead')
+    if den == 0:
+        raise ValueError('exact is all zeros, so a relative error is undefined: compare the absolute error instead')
     with np.errstate(invalid='ignore'): return float(np.linalg.norm((a - e).ravel()) / den)
 
 # %% ../../nbs/lessons/01_bf16.ipynb #9b2a64c8
@@ -226,7 +232,8 @@ def encodings_html(
 )->str:      # an HTML table that scrolls sideways where the page is narrow
     "`encodings_table(x)` as HTML, with the sign, exponent and mantissa bits coloured"
     t = encodings_table(x)
-    head = ''.join(f'<th style="text-align:left">{h}</th>' for h in ('format', 'bits', 'stored', 'relative error', 'next down<br>next up'))
+    head = ''.join(f'<th style="text-align:left">{h}</th>' for h in (
+        'format', 'bits', 'stored', 'relative error', 'next down<br>next up'))
     body = ''.join(
         f'<tr><td>{f}</td><td style="font-family:monospace">{_coloured(bits(x, f))}</td><td>{r["stored"]:.9g}</td>'
         f'<td>{r["relative error"]:.3g}</td><td>{r["next down"]:.9g}<br>{r["next up"]:.9g}</td></tr>'
@@ -238,12 +245,14 @@ def encodings_html(
 # %% ../../nbs/lessons/01_bf16.ipynb #affbe842
 EXAMPLES = {'1/3': 1/3, '0.1': 0.1, '1 + 2^-8 (a tie)': 1 + 2**-8, '65504 (float16 max)': 65504.0,
             '70000 (float16 overflows)': 70000.0, '1e-8 (float16 underflows)': 1e-8,
-            '3.3895e38 (bfloat16 max)': float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), '1e-40 (bfloat16 subnormal)': 1e-40}
+            '3.3895e38 (bfloat16 max)': float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
+            '1e-40 (bfloat16 subnormal)': 1e-40}
 
 def explorer(
     value:float=1/3, # the number shown first
 ):                   # an ipywidgets VBox; `.x`, `.examples`, `.down`, `.up` and `.html` are its parts
-    "An interactive view of a number in float32, bfloat16 and float16: type a number, pick an example, or step through bfloat16"
+    """An interactive view of a number in float32, bfloat16 and float16: type a number, pick an example, or step
+    through bfloat16"""
     import ipywidgets as W
     x = W.FloatText(value=value, description='x')
     examples = W.Dropdown(options=[('examples...', None), *EXAMPLES.items()], value=None, description='or pick')

@@ -57,7 +57,8 @@ def systolic_matmul(
     size:int=8,           # the array has size x size cells (a TPU's MXU: 128, or 256 on v6e)
     trace:list|None=None, # a list to receive, for each cycle of the first tile, which row each cell works on (-1: idle)
 )->tuple:                 # (a @ b as float64, cycles spent)
-    "Compute `a @ b` on a simulated weight-stationary systolic array, cycle by cycle, tiling `b` and padding it with zeros"
+    """Compute `a @ b` on a simulated weight-stationary systolic array, cycle by cycle, tiling `b` and padding it
+    with zeros"""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"systolic_matmul needs an (M, K) and a (K, N) matrix; got shapes {a.shape} and {b.shape}")
@@ -97,7 +98,8 @@ def layer_flops(
     return [dict(op=o, unit=u, flops=f) for o, u, f in ops]
 
 # %% ../../nbs/lessons/00_tpu.ipynb #0e5af1c4
-def _grid(chips:int)->tuple: return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
+def _grid(chips:int)->tuple:
+    return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
 
 # %% ../../nbs/lessons/00_tpu.ipynb #aa64abd8
 def _box(ax, x, y, w, h, text, color, fs=8):
@@ -114,7 +116,8 @@ def _link(ax, a, b, text='', color='0.2', fs=7):
 # %% ../../nbs/lessons/00_tpu.ipynb #2542da1e
 def _draw_chip(ax, r):
     "One chip of the row `r`: HBM beside a TensorCore holding VMEM, the MXUs and the VPU"
-    _box(ax, 0, 0, 10, 6, '', '0.97'); ax.text(0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
+    _box(ax, 0, 0, 10, 6, '', '0.97'); ax.text(
+        0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
     _box(ax, 0.4, 0.8, 2.2, 4.2, f"HBM\n{r['hbm_gb_per_chip']} GB", '#f6d6a8', fs=9)
     cores = f" x {r['cores_per_chip']}" if r['cores_per_chip'] > 1 else ''
     _box(ax, 3.9, 0.5, 5.8, 4.8, '', '#dde8f6'); ax.text(4.05, 5.15, f'TensorCore{cores}', fontsize=8, va='top')
@@ -144,7 +147,8 @@ def _draw_slice(ax, r):
             if i + 1 < cols: _link(ax, (i * 2 + 1.4, j * 2 + 0.7), (i * 2 + 2, j * 2 + 0.7), color='C3')
             if j + 1 < rows: _link(ax, (i * 2 + 0.7, j * 2 + 1.4), (i * 2 + 0.7, j * 2 + 2), color='C3')
     for i in range(cols): ax.plot([i * 2 + 0.7] * 2, [rows * 2 - 0.6, rows * 2 + 0.6], color='0.6', lw=0.8, ls='--')
-    if r['chips'] > 1: ax.text(cols - 0.3, -0.35, f"{ici} per link, one way", color='C3', fontsize=8, ha='center', va='top')
+    if r['chips'] > 1:
+        ax.text(cols - 0.3, -0.35, f"{ici} per link, one way", color='C3', fontsize=8, ha='center', va='top')
     ax.text(-0.1, rows * 2 + 1.85, f"{r['accelerator']}: {r['chips']} chip{'s' * (r['chips'] > 1)}, {cols} x {rows}",
             fontsize=9, weight='bold')
     ax.set(xlim=(-0.3, max(cols * 2, 4)), ylim=(-1.0, rows * 2 + 2.3)); ax.set_axis_off()
@@ -153,7 +157,8 @@ def _draw_slice(ax, r):
 def chip_picture(
     accelerator:str='v5e-8', # a row of `TPU_SPECS` ('v5e-8', 'v6e-8', ...)
 ):                           # a matplotlib Figure: the chip on the left, its slice on the right
-    "Draw one chip of `accelerator` (HBM, VMEM, MXUs, VPU) and its slice (chips joined by ICI, the host on PCIe), each link's bandwidth from `TPU_SPECS`"
+    """Draw one chip of `accelerator` (HBM, VMEM, MXUs, VPU) and its slice (chips joined by ICI, the host on PCIe),
+    each link's bandwidth from `TPU_SPECS`"""
     import matplotlib.pyplot as plt
     row = tpu_spec(accelerator)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[1.1, 1]))
@@ -164,7 +169,9 @@ def chip_picture(
 # %% ../../nbs/lessons/00_tpu.ipynb #e38ddd09
 def mxu_utilisation(
     shape:tuple|int,      # the dimensions that get padded, e.g. (K, N) of a matmul's weight
-    tile:tuple|int=128,   # tile size per dimension: one int for all (`mxu_size(...)`: 128, or 256 on v6e), or one per dimension such as (8, 128)
+    # tile size per dimension: one int for all (`mxu_size(...)`: 128, or 256 on v6e), or one per dimension such as (8,
+    # 128)
+    tile:tuple|int=128,
 )->float:                 # useful work / work done on the padded shape, in (0, 1]
     "Fraction of the MXU's work that is useful when each dimension of `shape` is padded up to whole tiles"
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)

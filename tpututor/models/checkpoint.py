@@ -31,9 +31,11 @@ class Checkpoint:
     family:str|None=None          # a key of `FAMILIES` or `DECODERS`; None for another architecture or a preset
 
     @property
-    def local(self)->bool: return Path(self.path).is_dir()   # a folder on this machine (else the hub's files, through its cache)
+    def local(self)->bool:
+        return Path(self.path).is_dir()   # a folder on this machine (else the hub's files, through its cache)
     @property
-    def preset(self)->str|None: return self.name if self.config is None else None   # a KerasHub preset: KerasHub's own loader reads it
+    def preset(self)->str|None:
+        return self.name if self.config is None else None   # a KerasHub preset: KerasHub's own loader reads it
     @property
     def decoder(self)->bool: return self.family in DECODERS   # a decoder LLM
     @property
@@ -41,7 +43,8 @@ class Checkpoint:
     def __str__(self): return self.path
 
 # %% ../../nbs/models/02_checkpoint.ipynb #35bb010b
-_RESOLVED, _CHECKED, READS = {}, set(), [0]   # name (and config's mtime) -> Checkpoint; (path, backend) checked; config.json reads
+# name (and config's mtime) -> Checkpoint; (path, backend) checked; config.json reads
+_RESOLVED, _CHECKED, READS = {}, set(), [0]
 
 def _read_config(path:str, bare:str)->dict|None:
     "A folder's config.json, a hub id's (cache, then the hub), or None for a KerasHub preset"
@@ -73,7 +76,8 @@ def hf_config(self): # a transformers `PretrainedConfig`, new each call (a calle
     "The transformers config of this checkpoint, made from the `config.json` already read"
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     if self.config is None: raise ValueError(f"{self.name} is a KerasHub preset: it has no Hugging Face config")
-    if self.model_type not in CONFIG_MAPPING: raise ValueError(f"{self.name}: transformers has no config class for model type {self.model_type!r}")
+    if self.model_type not in CONFIG_MAPPING:
+        raise ValueError(f"{self.name}: transformers has no config class for model type {self.model_type!r}")
     return CONFIG_MAPPING[self.model_type].from_dict(dict(self.config))
 
 # %% ../../nbs/models/02_checkpoint.ipynb #69c00878

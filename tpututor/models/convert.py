@@ -31,7 +31,8 @@ class Converter:
         convert_tokenizer,        # (tokenizer class, preset, **kwargs) -> the tokenizer
     ):
         self.backbone = backbone
-        self.convert_backbone_config, self.convert_weights, self.convert_tokenizer = convert_backbone_config, convert_weights, convert_tokenizer
+        self.convert_backbone_config, self.convert_weights, self.convert_tokenizer = (
+            convert_backbone_config, convert_weights, convert_tokenizer)
     @property
     def backbone_cls(self): return getattr(_keras_hub().models, self.backbone)   # the class, as in a converter module
     def __repr__(self): return f'Converter({self.backbone})'
@@ -42,13 +43,17 @@ def _cannot(backbone, field, got, need):
                      "Load this checkpoint with transformers instead.")
 
 # %% ../../nbs/models/03_convert.ipynb #899c7d94
-def _heads_kernel(x, shape): return np.reshape(np.transpose(x), shape)   # torch (out, in) -> Keras (in, heads, head_dim) or (heads, head_dim, out)
+def _heads_kernel(x, shape):
+    # torch (out, in) -> Keras (in, heads, head_dim) or (heads, head_dim, out)
+    return np.reshape(np.transpose(x), shape)
 
 # %% ../../nbs/models/03_convert.ipynb #dc8589c9
-def _reshape(x, shape): return np.reshape(x, shape)                      # a bias (heads * head_dim) -> (heads, head_dim)
+def _reshape(x, shape):
+    return np.reshape(x, shape)                      # a bias (heads * head_dim) -> (heads, head_dim)
 
 # %% ../../nbs/models/03_convert.ipynb #abac268b
-def _transpose(x, shape): return np.transpose(x)                         # torch Linear (out, in) -> Keras Dense (in, out)
+def _transpose(x, shape):
+    return np.transpose(x)                         # torch Linear (out, in) -> Keras Dense (in, out)
 
 # %% ../../nbs/models/03_convert.ipynb #71e8a7ea
 def _pos_att_type(c): # transformers accepts a list or 'p2c|c2p'
@@ -60,8 +65,10 @@ _V3 = {  # field: (what DebertaV3Backbone has, does the config have it); absent 
     'pos_att_type':          ("['p2c', 'c2p']", lambda c: {'p2c', 'c2p'} <= set(_pos_att_type(c))),
     'position_buckets':      ('a value > 0', lambda c: c.get('position_buckets', -1) > 0),
     'share_att_key':         ('True', lambda c: c.get('share_att_key', False) is True),
-    'position_biased_input': ('False (no absolute position embeddings)', lambda c: c.get('position_biased_input', True) is False),
-    'norm_rel_ebd':          ("'layer_norm'", lambda c: 'layer_norm' in [x.strip() for x in c.get('norm_rel_ebd', 'none').lower().split('|')]),
+    'position_biased_input': ('False (no absolute position embeddings)',
+                              lambda c: c.get('position_biased_input', True) is False),
+    'norm_rel_ebd':          ("'layer_norm'", lambda c: 'layer_norm' in [
+        x.strip() for x in c.get('norm_rel_ebd', 'none').lower().split('|')]),
     'conv_kernel_size':      ('0 (no convolution layer)', lambda c: c.get('conv_kernel_size', 0) == 0),
 }
 
@@ -76,17 +83,21 @@ def is_deberta_v3(
 def deberta_v3_config(
     transformers_config:dict, # a `deberta-v2` config.json as a dict
 )->dict:                      # `DebertaV3Backbone` keyword arguments
-    "KerasHub's `convert_backbone_config` for DeBERTa-v3; raises ValueError naming a field the backbone cannot represent"
+    """KerasHub's `convert_backbone_config` for DeBERTa-v3; raises ValueError naming a field the backbone cannot
+    represent"""
     c, name = transformers_config, 'DebertaV3Backbone'
     for field, (need, ok) in _V3.items():
         if not ok(c): _cannot(name, field, c.get(field), need)
     H, heads = c['hidden_size'], c['num_attention_heads']
     if c.get('hidden_act', 'gelu') != 'gelu': _cannot(name, 'hidden_act', c['hidden_act'], "'gelu'")
-    if not math.isclose(c.get('layer_norm_eps', 1e-7), 1e-7): _cannot(name, 'layer_norm_eps', c['layer_norm_eps'], '1e-7')
-    if c.get('type_vocab_size', 0) > 0: _cannot(name, 'type_vocab_size', c['type_vocab_size'], '0 (no segment embeddings)')
+    if not math.isclose(c.get('layer_norm_eps', 1e-7), 1e-7):
+        _cannot(name, 'layer_norm_eps', c['layer_norm_eps'], '1e-7')
+    if c.get('type_vocab_size', 0) > 0:
+        _cannot(name, 'type_vocab_size', c['type_vocab_size'], '0 (no segment embeddings)')
     if c.get('embedding_size', H) != H: _cannot(name, 'embedding_size', c['embedding_size'], f'hidden_size ({H})')
     if c.get('attention_head_size', H // heads) != H // heads:
-        _cannot(name, 'attention_head_size', c['attention_head_size'], f'hidden_size // num_attention_heads ({H // heads})')
+        _cannot(name, 'attention_head_size', c['attention_head_size'],
+                f'hidden_size // num_attention_heads ({H // heads})')
     max_rel = c.get('max_relative_positions', -1)
     return {
         "vocabulary_size": c["vocab_size"],
@@ -107,23 +118,31 @@ def deberta_v3_weights(
     transformers_config, # the config.json as a dict (unused: the backbone knows its shapes)
 ):
     "KerasHub's `convert_weights` for DeBERTa-v3: copies the `deberta.` tensors into the backbone"
-    loader.port_weight(keras_variable=backbone.token_embedding.embeddings, hf_weight_key="deberta.embeddings.word_embeddings.weight")
-    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.gamma, hf_weight_key="deberta.embeddings.LayerNorm.weight")
-    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.beta, hf_weight_key="deberta.embeddings.LayerNorm.bias")
+    loader.port_weight(keras_variable=backbone.token_embedding.embeddings,
+                       hf_weight_key="deberta.embeddings.word_embeddings.weight")
+    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.gamma,
+                       hf_weight_key="deberta.embeddings.LayerNorm.weight")
+    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.beta,
+                       hf_weight_key="deberta.embeddings.LayerNorm.bias")
     rel = backbone.relative_embeddings
     loader.port_weight(keras_variable=rel.rel_embeddings, hf_weight_key="deberta.encoder.rel_embeddings.weight")
     loader.port_weight(keras_variable=rel.layer_norm.gamma, hf_weight_key="deberta.encoder.LayerNorm.weight")
     loader.port_weight(keras_variable=rel.layer_norm.beta, hf_weight_key="deberta.encoder.LayerNorm.bias")
     for i, layer in enumerate(backbone.transformer_layers):
         p, att = f"deberta.encoder.layer.{i}", layer._self_attention_layer
-        for hf, dense in (('query_proj', att._query_dense), ('key_proj', att._key_dense), ('value_proj', att._value_dense)):
-            loader.port_weight(keras_variable=dense.kernel, hf_weight_key=f"{p}.attention.self.{hf}.weight", hook_fn=_heads_kernel)
-            loader.port_weight(keras_variable=dense.bias, hf_weight_key=f"{p}.attention.self.{hf}.bias", hook_fn=_reshape)
-        for hf, dense in (('attention.output.dense', att._output_dense), ('intermediate.dense', layer._feedforward_intermediate_dense),
+        for hf, dense in (('query_proj', att._query_dense), ('key_proj', att._key_dense),
+                          ('value_proj', att._value_dense)):
+            loader.port_weight(keras_variable=dense.kernel,
+                               hf_weight_key=f"{p}.attention.self.{hf}.weight", hook_fn=_heads_kernel)
+            loader.port_weight(keras_variable=dense.bias,
+                               hf_weight_key=f"{p}.attention.self.{hf}.bias", hook_fn=_reshape)
+        for hf, dense in (('attention.output.dense', att._output_dense),
+                          ('intermediate.dense', layer._feedforward_intermediate_dense),
                           ('output.dense', layer._feedforward_output_dense)):
             loader.port_weight(keras_variable=dense.kernel, hf_weight_key=f"{p}.{hf}.weight", hook_fn=_transpose)
             loader.port_weight(keras_variable=dense.bias, hf_weight_key=f"{p}.{hf}.bias")
-        for hf, norm in (('attention.output.LayerNorm', layer._self_attention_layer_norm), ('output.LayerNorm', layer._feedforward_layer_norm)):
+        for hf, norm in (('attention.output.LayerNorm', layer._self_attention_layer_norm),
+                         ('output.LayerNorm', layer._feedforward_layer_norm)):
             loader.port_weight(keras_variable=norm.gamma, hf_weight_key=f"{p}.{hf}.weight")
             loader.port_weight(keras_variable=norm.beta, hf_weight_key=f"{p}.{hf}.bias")
 
@@ -147,8 +166,10 @@ def electra_config(
 )->dict:                      # `ElectraBackbone` keyword arguments
     "KerasHub's `convert_backbone_config` for ELECTRA; raises ValueError naming a field the backbone cannot represent"
     c, name = transformers_config, 'ElectraBackbone'
-    if c.get('hidden_act', 'gelu') not in _TANH_GELU: _cannot(name, 'hidden_act', c['hidden_act'], 'tanh-approximate GELU')
-    if not math.isclose(c.get('layer_norm_eps', 1e-12), 1e-12): _cannot(name, 'layer_norm_eps', c['layer_norm_eps'], '1e-12')
+    if c.get('hidden_act', 'gelu') not in _TANH_GELU:
+        _cannot(name, 'hidden_act', c['hidden_act'], 'tanh-approximate GELU')
+    if not math.isclose(c.get('layer_norm_eps', 1e-12), 1e-12):
+        _cannot(name, 'layer_norm_eps', c['layer_norm_eps'], '1e-12')
     if c.get('position_embedding_type', 'absolute') != 'absolute':
         _cannot(name, 'position_embedding_type', c['position_embedding_type'], "'absolute'")
     return {
@@ -169,24 +190,34 @@ def electra_weights(
     loader,              # KerasHub's `SafetensorLoader` on the checkpoint
     transformers_config, # the config.json as a dict: is there an embedding projection?
 ):
-    "KerasHub's `convert_weights` for ELECTRA: copies the `electra.` tensors into the backbone (ELECTRA has no pooler to copy)"
-    for hf, var in (('word_embeddings', backbone.token_embedding.embeddings), ('position_embeddings', backbone.position_embedding.position_embeddings),
+    """KerasHub's `convert_weights` for ELECTRA: copies the `electra.` tensors into the backbone (ELECTRA has no
+    pooler to copy)"""
+    for hf, var in (('word_embeddings', backbone.token_embedding.embeddings),
+                    ('position_embeddings', backbone.position_embedding.position_embeddings),
                     ('token_type_embeddings', backbone.segment_embedding.embeddings)):
         loader.port_weight(keras_variable=var, hf_weight_key=f"electra.embeddings.{hf}.weight")
-    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.gamma, hf_weight_key="electra.embeddings.LayerNorm.weight")
-    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.beta, hf_weight_key="electra.embeddings.LayerNorm.bias")
+    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.gamma,
+                       hf_weight_key="electra.embeddings.LayerNorm.weight")
+    loader.port_weight(keras_variable=backbone.embeddings_layer_norm.beta,
+                       hf_weight_key="electra.embeddings.LayerNorm.bias")
     if transformers_config["embedding_size"] != transformers_config["hidden_size"]:
-        loader.port_weight(keras_variable=backbone.embeddings_projection.kernel, hf_weight_key="electra.embeddings_project.weight", hook_fn=_transpose)
-        loader.port_weight(keras_variable=backbone.embeddings_projection.bias, hf_weight_key="electra.embeddings_project.bias")
+        loader.port_weight(keras_variable=backbone.embeddings_projection.kernel,
+                           hf_weight_key="electra.embeddings_project.weight", hook_fn=_transpose)
+        loader.port_weight(keras_variable=backbone.embeddings_projection.bias,
+                           hf_weight_key="electra.embeddings_project.bias")
     for i, layer in enumerate(backbone.transformer_layers):
         p, att = f"electra.encoder.layer.{i}", layer._self_attention_layer
-        for hf, dense in (('self.query', att.query_dense), ('self.key', att.key_dense), ('self.value', att.value_dense), ('output.dense', att.output_dense)):
-            loader.port_weight(keras_variable=dense.kernel, hf_weight_key=f"{p}.attention.{hf}.weight", hook_fn=_heads_kernel)
+        for hf, dense in (('self.query', att.query_dense), ('self.key', att.key_dense),
+                          ('self.value', att.value_dense), ('output.dense', att.output_dense)):
+            loader.port_weight(keras_variable=dense.kernel,
+                               hf_weight_key=f"{p}.attention.{hf}.weight", hook_fn=_heads_kernel)
             loader.port_weight(keras_variable=dense.bias, hf_weight_key=f"{p}.attention.{hf}.bias", hook_fn=_reshape)
-        for hf, dense in (('intermediate.dense', layer._feedforward_intermediate_dense), ('output.dense', layer._feedforward_output_dense)):
+        for hf, dense in (('intermediate.dense', layer._feedforward_intermediate_dense),
+                          ('output.dense', layer._feedforward_output_dense)):
             loader.port_weight(keras_variable=dense.kernel, hf_weight_key=f"{p}.{hf}.weight", hook_fn=_transpose)
             loader.port_weight(keras_variable=dense.bias, hf_weight_key=f"{p}.{hf}.bias")
-        for hf, norm in (('attention.output.LayerNorm', layer._self_attention_layer_norm), ('output.LayerNorm', layer._feedforward_layer_norm)):
+        for hf, norm in (('attention.output.LayerNorm', layer._self_attention_layer_norm),
+                         ('output.LayerNorm', layer._feedforward_layer_norm)):
             loader.port_weight(keras_variable=norm.gamma, hf_weight_key=f"{p}.{hf}.weight")
             loader.port_weight(keras_variable=norm.beta, hf_weight_key=f"{p}.{hf}.bias")
 
@@ -198,18 +229,22 @@ def electra_tokenizer(
 ):
     "KerasHub's `convert_tokenizer` for ELECTRA: the WordPiece vocabulary `vocab.txt`"
     from keras_hub.src.utils.preset_utils import HF_TOKENIZER_CONFIG_FILE, check_file_exists, get_file, load_json
-    lower = load_json(preset, HF_TOKENIZER_CONFIG_FILE).get("do_lower_case", True) if check_file_exists(preset, HF_TOKENIZER_CONFIG_FILE) else True
+    lower = load_json(preset, HF_TOKENIZER_CONFIG_FILE).get("do_lower_case",
+                                                            True) if check_file_exists(preset,
+                                                                                       HF_TOKENIZER_CONFIG_FILE) else True
     return cls(vocabulary=get_file(preset, "vocab.txt"), lowercase=lower, **kwargs)
 
 electra = Converter('ElectraBackbone', electra_config, electra_weights, electra_tokenizer)
 
 # %% ../../nbs/models/03_convert.ipynb #7e712f16
 def _fold_token_types(conv):
-    "KerasHub's RoBERTa converter plus what its XLM-RoBERTa converter does: the token-type row 0 added to every position row"
+    """KerasHub's RoBERTa converter plus what its XLM-RoBERTa converter does: the token-type row 0 added to every
+    position row"""
     from types import SimpleNamespace
     def convert_weights(backbone, loader, transformers_config):
         conv.convert_weights(backbone, loader, transformers_config)
-        t0 = loader.get_tensor('roberta.embeddings.token_type_embeddings.weight')[0]   # zeros in roberta-base, learned after fine-tuning
+        # zeros in roberta-base, learned after fine-tuning
+        t0 = loader.get_tensor('roberta.embeddings.token_type_embeddings.weight')[0]
         v = backbone.embeddings.position_embedding.position_embeddings
         v.assign(import_keras().ops.convert_to_numpy(v) + t0.astype(np.float32))
     return SimpleNamespace(backbone_cls=conv.backbone_cls, convert_backbone_config=conv.convert_backbone_config,
@@ -218,8 +253,11 @@ def _fold_token_types(conv):
 # %% ../../nbs/models/03_convert.ipynb #f96f3011
 def converter_for(
     config:dict, # a transformers config.json as a dict
-):               # KerasHub's converter module or ours (`backbone_cls`, `convert_backbone_config`, `convert_weights`, `convert_tokenizer`), or None
-    "KerasHub's own converter for `config['model_type']` when it has one, else ours (DeBERTa-v3, ELECTRA); None when neither"
+# KerasHub's converter module or ours (`backbone_cls`, `convert_backbone_config`, `convert_weights`,
+# `convert_tokenizer`), or None
+):
+    """KerasHub's own converter for `config['model_type']` when it has one, else ours (DeBERTa-v3, ELECTRA); None
+    when neither"""
     import_keras()
     with keep_tf_out(): from keras_hub.src.utils.transformers.preset_loader import TransformersPresetLoader
     try: conv = TransformersPresetLoader(None, config).converter

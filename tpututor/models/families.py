@@ -15,22 +15,36 @@ __all__ = ['FAMILIES', 'DECODERS', 'family_of', 'backends_for', 'refusal']
 
 # %% ../../nbs/models/01_families.ipynb #cabeaa09
 FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind, backends that run it
-    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',       tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',    tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM', tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM', tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',     tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',  tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert',    backends=('xla', 'torch', 'bow')),
+    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',
+                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',
+                        tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM',
+                        tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM',
+                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',
+                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining',
+                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',
+                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
+    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM',
+                        tokenizer='bert',    backends=('xla', 'torch', 'bow')),
 }
 
 # %% ../../nbs/models/01_families.ipynb #3deaf0f3
-DECODERS = {  # decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer, backends that run it
-    'gemma':   dict(model_types=('gemma', 'gemma2', 'gemma3_text'), hub_class='GemmaForCausalLM',   bos=True,  backends=('keras',)),
-    'qwen':    dict(model_types=('qwen2', 'qwen3'),                 hub_class='Qwen2ForCausalLM',   bos=False, backends=('keras',)),
-    'llama':   dict(model_types=('llama',),                         hub_class='LlamaForCausalLM',   bos=True,  backends=('keras',)),
-    'mistral': dict(model_types=('mistral',),                       hub_class='MistralForCausalLM', bos=True,  backends=('keras',)),
+# decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer, backends
+# that run it
+DECODERS = {
+    'gemma':   dict(model_types=('gemma', 'gemma2', 'gemma3_text'),
+                    hub_class='GemmaForCausalLM',   bos=True,  backends=('keras',)),
+    'qwen':    dict(model_types=('qwen2', 'qwen3'),
+                    hub_class='Qwen2ForCausalLM',   bos=False, backends=('keras',)),
+    'llama':   dict(model_types=('llama',),
+                    hub_class='LlamaForCausalLM',   bos=True,  backends=('keras',)),
+    'mistral': dict(model_types=('mistral',),
+                    hub_class='MistralForCausalLM', bos=True,  backends=('keras',)),
 }
 
 def _get(config, key, default=None):
@@ -39,14 +53,18 @@ def _get(config, key, default=None):
 # %% ../../nbs/models/01_families.ipynb #37579927
 def family_of(
     config, # a transformers config, or its dict (config.json)
-)->str|None: # a key of `FAMILIES` or `DECODERS`, 'deberta-v2' for DeBERTa configs without v3's settings, or None for another architecture
+# a key of `FAMILIES` or `DECODERS`, 'deberta-v2' for DeBERTa configs without v3's settings, or None for another
+# architecture
+)->str|None:
     "The family of a config: an encoder's, or a decoder LLM's"
     mt = _get(config, 'model_type')
     if mt == 'deberta-v2':
         v3 = _get(config, 'relative_attention') and set(_get(config, 'pos_att_type') or []) == {'p2c', 'c2p'} and \
-             (_get(config, 'position_buckets') or 0) > 0 and _get(config, 'share_att_key') and not _get(config, 'position_biased_input', True)
+             (_get(config, 'position_buckets') or 0) > 0 and _get(config, 'share_att_key') and not _get(
+                 config, 'position_biased_input', True)
         return 'deberta-v3' if v3 else 'deberta-v2'
-    return next((f for f, d in FAMILIES.items() if d['model_type'] == mt), None) or next((f for f, d in DECODERS.items() if mt in d['model_types']), None)
+    return next((f for f, d in FAMILIES.items() if d['model_type'] == mt), None) or next(
+        (f for f, d in DECODERS.items() if mt in d['model_types']), None)
 
 # %% ../../nbs/models/01_families.ipynb #b12ea7ed
 def backends_for(family:str|None)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
@@ -55,7 +73,8 @@ def backends_for(family:str|None)->tuple: # names of the backends that run `fami
     return known[family]['backends'] if family in known else ('xla', 'torch', 'bow')
 
 # %% ../../nbs/models/01_families.ipynb #12171513
-_SHIPPED = {b for d in (FAMILIES | DECODERS).values() for b in d['backends']} | {'xla', 'torch', 'bow'}   # every backend a family names
+# every backend a family names
+_SHIPPED = {b for d in (FAMILIES | DECODERS).values() for b in d['backends']} | {'xla', 'torch', 'bow'}
 
 def refusal(
     family:str|None,    # the checkpoint's family (`family_of`), None for an architecture not in the tables
@@ -64,10 +83,14 @@ def refusal(
     model_type:str|None=None, # its config's `model_type`, for the message when the family is unknown
 )->str|None:            # why `backend` cannot run it and which backends do; None when it can
     "The message that refuses a family a backend cannot run, naming the backends that run it"
-    if backend not in _SHIPPED or backend in backends_for(family) or (family not in FAMILIES | DECODERS and backend != 'keras'): return None
+    if backend not in _SHIPPED or backend in backends_for(family) or (
+        family not in FAMILIES | DECODERS and backend != 'keras'):
+        return None
     runs = [b for b in backends_for(family) if b != 'bow']
     what = f"{family} ({model})" if family else f"model type {model_type!r} ({model})"
-    why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints", 'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
-    if family in DECODERS: why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
+    why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints",
+           'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
+    if family in DECODERS:
+        why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
     return (f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
             f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")

@@ -40,10 +40,14 @@ def resolve_model(
     p = Path(name).expanduser()
     if p.exists():
         if p.is_dir() and not (p/'config.json').exists():
-            raise FileNotFoundError(f"Model folder {p} has no config.json: point --model at a folder saved with save_pretrained, or use a hub id.")
+            raise FileNotFoundError(
+                f"Model folder {p} has no config.json: point --model at a folder saved with save_pretrained, or use a "
+                f"hub id.")
         return str(p)
     if _looks_like_path(name):
-        raise FileNotFoundError(f"Model path {name!r} does not exist. Give an existing folder (with config.json), 'minilm', or a hub id such as 'roberta-base'.")
+        raise FileNotFoundError(
+            f"Model path {name!r} does not exist. Give an existing folder (with config.json), 'minilm', or a hub id "
+            f"such as 'roberta-base'.")
     return name
 
 # %% ../../nbs/models/00_hub.ipynb #5acf6219
@@ -74,16 +78,22 @@ def hub_file(
     if not offline and _reachable(constants.ENDPOINT):
         try: return hf_hub_download(repo, filename)
         except RepositoryNotFoundError:
-            raise FileNotFoundError(f"No model {repo!r} on the Hugging Face hub (or it is gated or private: log in with "
+            raise FileNotFoundError(f"No model {repo!r} on the Hugging Face hub (or it is gated or private: log in "
+                                    f"with "
                                     "`hf auth login`). Check the name, or pass a local folder.") from None
     raise HubUnreachable(
-        f"{repo!r} is a Hugging Face hub id, but the hub cannot be reached from this machine and the model is not in its cache. "
-        f"On Kaggle with the internet off (code competitions require it): add the model to the notebook as a Kaggle model or "
-        f"dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn the internet on in the "
-        f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a local folder.")
+        f"{repo!r} is a Hugging Face hub id, but the hub cannot be reached from this machine and the model is not in "
+        f"its cache. "
+        f"On Kaggle with the internet off (code competitions require it): add the model to the notebook as a Kaggle "
+        f"model or "
+        f"dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn the internet on "
+        f"in the "
+        f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a "
+        f"local folder.")
 
 # %% ../../nbs/models/00_hub.ipynb #7f2aa2f1
 def has_weights(path)->bool:
     "Does the model folder `path` hold weights (safetensors or other), or only a config?"
     p = Path(path)
-    return p.is_dir() and any((p/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json', 'tf_model.h5', 'pytorch_model.bin'))
+    return p.is_dir() and any((p/f).exists() for f in (
+        'model.safetensors', 'model.safetensors.index.json', 'tf_model.h5', 'pytorch_model.bin'))

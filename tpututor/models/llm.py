@@ -15,13 +15,16 @@ __all__ = ['DECODER_BACKBONES', 'is_decoder', 'backbone_of', 'add_lora', 'lora_l
            'shard_axes', 'mesh_distribution', 'holdings', 'mesh_picture']
 
 # %% ../../nbs/models/04_llm.ipynb #b9724deb
-DECODER_BACKBONES = ('GemmaBackbone', 'Gemma3Backbone', 'QwenBackbone', 'Qwen3Backbone', 'Llama3Backbone', 'LlamaBackbone',
-                     'MistralBackbone')   # KerasHub's causal decoders of the families `tpututor.models.families.DECODERS` names
+DECODER_BACKBONES = ('GemmaBackbone', 'Gemma3Backbone', 'QwenBackbone',
+                     'Qwen3Backbone', 'Llama3Backbone', 'LlamaBackbone',
+                     # KerasHub's causal decoders of the families `tpututor.models.families.DECODERS` names
+                     'MistralBackbone')
 
 def is_decoder(
     backbone,   # a `keras_hub.models.Backbone`
 )->bool:        # True for a causal decoder: its last real token has read the whole text
-    "Is this KerasHub backbone a decoder LLM (the head reads the last real token) rather than an encoder (the head averages)?"
+    """Is this KerasHub backbone a decoder LLM (the head reads the last real token) rather than an encoder (the head
+    averages)?"""
     return any(c.__name__ in DECODER_BACKBONES for c in type(backbone).__mro__)
 
 # %% ../../nbs/models/04_llm.ipynb #dc5b516b
@@ -49,10 +52,12 @@ def lora_layers(model)->list: # the layers with adapters
 # %% ../../nbs/models/04_llm.ipynb #3b2fcf6c
 def merged_weights(
     model,   # a model whose backbone carries LoRA adapters (`add_lora`)
-)->dict:     # variable path -> numpy array: every weight of the model without adapters, each adapter folded into its kernel
+# variable path -> numpy array: every weight of the model without adapters, each adapter folded into its kernel
+)->dict:
     "The model's weights as a model without LoRA would hold them: `kernel + (alpha / rank) A B` for each adapted layer"
     ops = import_keras().ops
-    merged = {id(l._kernel): np.asarray(ops.convert_to_numpy(l.kernel)) for l in lora_layers(model)}   # `kernel` adds the adapters
+    # `kernel` adds the adapters
+    merged = {id(l._kernel): np.asarray(ops.convert_to_numpy(l.kernel)) for l in lora_layers(model)}
     return {v.path: merged[id(v)] if id(v) in merged else np.asarray(ops.convert_to_numpy(v.value))
             for v in model.weights if 'lora_kernel' not in v.path}
 
@@ -62,12 +67,14 @@ def export_merged(
     folder,       # where to write
     hf:bool=True, # also the backbone as a Hugging Face checkpoint, where KerasHub exports the family
 )->Path:          # `folder`
-    "Write the model with its adapters folded in: `model.safetensors` (Keras variable paths), and `hf/` for transformers"
+    """Write the model with its adapters folded in: `model.safetensors` (Keras variable paths), and `hf/` for
+    transformers"""
     from safetensors.numpy import save_file
     from tpututor.rundir import atomic_write
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     w = merged_weights(model)
-    atomic_write(folder/'model.safetensors', lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in w.items()}, tmp,
+    atomic_write(folder/'model.safetensors',
+                 lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in w.items()}, tmp,
                                                                   metadata={'format': 'tpututor-keras3'}))
     pass
     bb = backbone_of(model)
@@ -91,8 +98,10 @@ def shard_axes(
     sizes:dict,          # mesh axis -> devices along it, e.g. {'batch': 4, 'model': 2}
     model:str='model',   # the model axis
 )->tuple:                # one mesh axis (or None) per dimension
-    "A variable's layout: the layout map's where every named axis divides its dimension, else its largest dimension `model` divides split on `model`"
-    if mapped is not None and len(mapped) == len(shape) and all(a is None or d % sizes[a] == 0 for a, d in zip(mapped, shape)):
+    """A variable's layout: the layout map's where every named axis divides its dimension, else its largest dimension
+    `model` divides split on `model`"""
+    if mapped is not None and len(mapped) == len(shape) and all(
+        a is None or d % sizes[a] == 0 for a, d in zip(mapped, shape)):
         return tuple(mapped)
     spec = [None] * len(shape)
     if len(shape) >= 2 and sizes.get(model, 1) > 1:
@@ -106,14 +115,18 @@ def mesh_distribution(
     devices=None,         # JAX devices (default: all of them, over every process)
     backbone_cls=None,    # the KerasHub backbone class, for its own layout map where it has one (`get_layout_map`)
 ):                        # a `keras.distribution.ModelParallel` over a (batch, model) mesh
-    "Keras model parallelism over a `(devices / model_parallel) x model_parallel` mesh: KerasHub's layout map where it fits a weight, else `shard_axes`"
+    """Keras model parallelism over a `(devices / model_parallel) x model_parallel` mesh: KerasHub's layout map where
+    it fits a weight, else `shard_axes`"""
     keras = import_keras(); import jax
     devices = list(devices or jax.devices()); n = len(devices)
     if model_parallel < 1 or n % model_parallel:
-        raise ValueError(f"model_parallel={model_parallel} must divide the {n} devices: use one of {[d for d in range(1, n + 1) if n % d == 0]}")
+        raise ValueError(
+            f"model_parallel={model_parallel} must divide the {n} devices: use one of "
+            f"{[d for d in range(1, n + 1) if n % d == 0]}")
     mesh = keras.distribution.DeviceMesh((n // model_parallel, model_parallel), ('batch', 'model'), devices)
     get = getattr(backbone_cls, 'get_layout_map', None)
-    layout_map = get(mesh, model_parallel_dim_name='model', data_parallel_dim_name='batch') if get else keras.distribution.LayoutMap(mesh)
+    layout_map = get(mesh, model_parallel_dim_name='model',
+                     data_parallel_dim_name='batch') if get else keras.distribution.LayoutMap(mesh)
     class ShardedByShape(keras.distribution.ModelParallel):
         "ModelParallel that lays out each weight the layout map cannot (by `shard_axes`)"
         def get_variable_layout(self, variable):
@@ -127,7 +140,8 @@ def mesh_distribution(
 # %% ../../nbs/models/04_llm.ipynb #8fc3aaf2
 def holdings(
     model,   # a model built under a `mesh_distribution`
-)->list:     # per variable: path, shape, layout axes, shape of one device's shard, share of the variable one device holds
+# per variable: path, shape, layout axes, shape of one device's shard, share of the variable one device holds
+)->list:
     "What each device holds of every weight, read from the arrays' own shards"
     out = []
     for v in model.weights:
@@ -135,7 +149,8 @@ def holdings(
         shard = a.addressable_shards[0].data.shape if hasattr(a, 'addressable_shards') else tuple(a.shape)
         spec = tuple(getattr(getattr(a, 'sharding', None), 'spec', ()) or ())
         size = np.dtype(str(getattr(a, 'dtype', 'float32'))).itemsize
-        out.append(dict(path=v.path, shape=tuple(v.shape), axes=spec, shard=tuple(shard), share=float(np.prod(shard) / max(1, np.prod(v.shape))),
+        out.append(dict(path=v.path, shape=tuple(v.shape), axes=spec, shard=tuple(shard),
+                        share=float(np.prod(shard) / max(1, np.prod(v.shape))),
                         bytes=int(np.prod(shard)) * size, whole=int(np.prod(v.shape)) * size))
     return out
 
@@ -144,7 +159,8 @@ def mesh_picture(
     model,          # a model built under `distribution`
     distribution,   # a `mesh_distribution`
 ):                  # a matplotlib figure
-    "The data x model mesh as a grid of devices (rows along 'batch', columns along 'model'), each labelled with what it holds of the weights"
+    """The data x model mesh as a grid of devices (rows along 'batch', columns along 'model'), each labelled with
+    what it holds of the weights"""
     import matplotlib.pyplot as plt
     mesh, held = distribution.device_mesh, holdings(model)
     rows, cols = mesh.shape
@@ -152,10 +168,15 @@ def mesh_picture(
     fig, ax = plt.subplots(figsize=(1.6 * cols + 1.2, 0.9 * rows + 0.9))
     for (r, c), d in np.ndenumerate(np.asarray(mesh.devices).reshape(rows, cols)):
         ax.add_patch(plt.Rectangle((c, rows - 1 - r), 0.92, 0.85, fc='#dbe9f6', ec='#3b6ea5'))
-        ax.text(c + 0.46, rows - 1 - r + 0.42, f"device {getattr(d, 'id', d)}\n{mine / 2**20:.2f} MiB", ha='center', va='center', fontsize=8)
+        ax.text(c + 0.46, rows - 1 - r + 0.42, f"device {getattr(d, 'id', d)}\n{mine / 2**20:.2f} MiB",
+                ha='center', va='center', fontsize=8)
     ax.set_xlim(-0.4, cols); ax.set_ylim(-0.3, rows); ax.axis('off')
-    ax.set_title(f"{rows} x {cols} mesh: of the weights' {whole / 2**20:.2f} MiB each device holds {mine / 2**20:.2f} ({mine / whole:.0%})", fontsize=9)
-    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->')); ax.text(cols / 2, -0.12, "'model' axis", ha='center', va='top', fontsize=8)
-    ax.annotate('', (-0.05, rows), (-0.05, 0), arrowprops=dict(arrowstyle='<->')); ax.text(-0.12, rows / 2, "'batch' axis", ha='right', va='center', rotation=90, fontsize=8)
+    ax.set_title(
+        f"{rows} x {cols} mesh: of the weights' {whole / 2**20:.2f} MiB each device holds {mine / 2**20:.2f} "
+        f"({mine / whole:.0%})", fontsize=9)
+    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->')); ax.text(
+        cols / 2, -0.12, "'model' axis", ha='center', va='top', fontsize=8)
+    ax.annotate('', (-0.05, rows), (-0.05, 0), arrowprops=dict(arrowstyle='<->')); ax.text(
+        -0.12, rows / 2, "'batch' axis", ha='right', va='center', rotation=90, fontsize=8)
     fig.tight_layout()
     return fig
