@@ -483,9 +483,8 @@ def read_job(args)->Job:
     df, test_df, name, embedded = load_data(args)
     spec, where = get_task(args.task or TrainConfig.task), args.data or 'default'
     by_text = args.group == 'text' and 'text' not in df.columns   # --group text: the texts themselves
-    need_columns(
-        df,
-        list(args.text) + (list(args.label) if spec.targets is not None else []) + ([args.group] if args.group and not by_text else []), where)
+    need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else [])
+                 + ([args.group] if args.group and not by_text else []), where)
     if spec.pair and len(args.text) != 2:
         raise ValueError(
             f"task {spec.name} needs two --text columns "
@@ -496,7 +495,8 @@ def read_job(args)->Job:
            'test_text': args.test_text or (args.text[:1] if spec.name == 'ranking' else args.text)}
     texts = texts_of(df, args.text, where)
     job = Job(args, df, test_df, name, config_of(args, n_out, embedded), texts, y, cli,
-              groups=text_keys(texts=_as_texts(texts)) if by_text else df[args.group].to_numpy() if args.group else None)
+              groups=(text_keys(texts=_as_texts(texts)) if by_text
+                      else df[args.group].to_numpy() if args.group else None))
     if test_df is not None:
         need_columns(test_df, cli['test_text'], args.test or 'default', '--test')
         job.test_texts = texts_of(test_df, cli['test_text'], args.test or 'default', '--test')
@@ -618,8 +618,8 @@ def leak_line(leak:dict, key:str)->str:
     "The summary's line about rows whose text is also in another fold"
     clean = leak.get('oof_without_leaked', {}).get(key)
     return (f"leak: {leak['rows']:,} rows ({leak['share']:.1%}) share their text with a row in another fold"
-            + (f"; out-of-fold {key} of the other rows: {clean:.4f}" if clean is not None else '') + ": use --group "
-                                                                                                     "text, or --group COLUMN")
+            + (f"; out-of-fold {key} of the other rows: {clean:.4f}" if clean is not None else '')
+            + ": use --group text, or --group COLUMN")
 
 # %% ../nbs/11_cli.ipynb #63ced43e
 def print_summary(s:dict, task:str):
@@ -627,8 +627,8 @@ def print_summary(s:dict, task:str):
     key = MAIN_METRIC[task]
     # compiles: a line of their own
     rows = pd.DataFrame(s['fold_scores']).set_index('fold').drop(columns=list(COMPILE_KEYS), errors='ignore')
-    print(
-        f"\n== {s['data']} | model {s['model']} | backend {s['backend']}" + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
+    print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']}"
+          + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(

@@ -46,8 +46,8 @@ def append_eos(
     text with it"""
     from tokenizers import processors
     if eos_id is None:
-        raise ValueError(
-            "this decoder's config.json has no eos_token_id: set one, e.g. config.eos_token_id = tokenizer.eos_token_id")
+        raise ValueError("this decoder's config.json has no eos_token_id: set one, e.g. "
+                         "config.eos_token_id = tokenizer.eos_token_id")
     if tok.encode('a').ids[-1:] == [eos_id]: return tok
     eos = tok.id_to_token(eos_id)
     if eos is None:

@@ -82,8 +82,8 @@ def text_keys(
     "An integer per row naming its text, from the raw texts or else from the token rows"
     if texts is not None:
         pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
-        return (
-            pd.factorize(pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts)))[0].astype(np.int64))
+        keys = pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts))
+        return pd.factorize(keys)[0].astype(np.int64)
     rows = np.hstack([e.input_ids for e in ([data] if isinstance(data, Encoded) else data)])
     flat = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     return np.unique(flat, return_inverse=True)[1].astype(np.int64).ravel()
@@ -391,7 +391,8 @@ def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     lengths = ', '.join(map(str, cfg.bucket_lengths or [cfg.max_len]))
     what = f"each of {n} lengths ({lengths})" if n > 1 else f"its one length ({lengths})"
     return (f"compiles expected: in fold 0, one training and one prediction program for {what}, "
-            f"{2 * n} in all, plus the framework's small ones (initialising weights, the optimizer); after fold 0: none")
+            f"{2 * n} in all, plus the framework's small ones (initialising weights, the optimizer); "
+            "after fold 0: none")
 
 # %% ../nbs/10_kfold.ipynb #4e80fb70
 def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile_seconds between two `compile_stats()`

@@ -214,8 +214,8 @@ _READERS.update(dict.fromkeys(('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'g
 # %% ../nbs/07_meter.ipynb #5c467e74
 def cache_dir()->Path: # where measured figures are kept between runs
     "`$TPUTUTOR_CACHE`, else `$XDG_CACHE_HOME/tpututor`, else ~/.cache/tpututor"
-    d = (
-        os.environ.get('TPUTUTOR_CACHE') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor')
+    d = os.environ.get('TPUTUTOR_CACHE') or (
+        Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor')
     return Path(d)
 
 # %% ../nbs/07_meter.ipynb #42c54060

@@ -131,12 +131,11 @@ def check_fits(
     plan.update(hbm=hbm, largest_batch=largest_batch(plan, hbm, margin))
     if plan['total'] > usable:
         gb = lambda b: f'{b / 1e9:.1f} GB'
+        fits = _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin)
         raise MemoryError(f"{batch_size} rows of {max_len} tokens in {precision} need {gb(plan['total'])} per device "
-                          f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, optimizer "
-                          f"{gb(plan['optimizer'])}, "
-                          f"activations {gb(plan['activations'])}), more than {gb(usable)} of a {accelerator} "
-                          f"device's {gb(hbm)}: use "
-                          f"{' or '.join(_what_fits(config, max_len, batch_size, accelerator, precision, lora, model_parallel, margin))}")
+                          f"(weights {gb(plan['weights'])}, gradients {gb(plan['gradients'])}, "
+                          f"optimizer {gb(plan['optimizer'])}, activations {gb(plan['activations'])}), "
+                          f"more than {gb(usable)} of a {accelerator} device's {gb(hbm)}: use {' or '.join(fits)}")
     return plan
 
 # %% ../nbs/08_plan.ipynb #192ffeec
@@ -160,8 +159,8 @@ def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_
                 for prec in cheaper:
                     b = best(acc, prec, mp, lo)
                     if b and (acc, prec, mp, lo) != (accelerator, precision, model_parallel, lora):
-                        change = (
-                            [f"precision='{prec}'"] * (prec != precision) + [f"model_parallel={mp}"] * (mp != model_parallel) + [f"lora=8"] * (lo != lora))
+                        change = ([f"precision='{prec}'"] * (prec != precision)
+                                  + [f"model_parallel={mp}"] * (mp != model_parallel) + [f"lora=8"] * (lo != lora))
                         out.append(
                             ', '.join(change + [f"batch_size={b}"]) + ('' if acc == accelerator else f" on a {acc}"))
                         return out   # with the cheapest such change

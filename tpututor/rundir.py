@@ -53,7 +53,8 @@ def read_json(path):
     "Read JSON, raising `RunDirError` naming the file when it is corrupted"
     try: return json.loads(Path(path).read_text())
     except (ValueError, UnicodeDecodeError) as e:
-        raise RunDirError(f"{path} is corrupted ({e}). Delete it, or rerun with overwrite to start the run afresh.") from None
+        raise RunDirError(f"{path} is corrupted ({e}). Delete it, or rerun with overwrite to start the run "
+                          "afresh.") from None
 
 # %% ../nbs/05_rundir.ipynb #e596ad71
 def save_array(path, a)->Path:
@@ -102,8 +103,8 @@ def open_run(
             if cfgd:
                 detail += ('; ' if detail else '') + 'config ' + ', '.join(
                     f"{k}: {oc.get(k)!r} -> {nc.get(k)!r}" for k in cfgd)
-            raise RunDirError(
-                f"{out} holds a different run ({detail}). Use a new output folder, or overwrite to discard the old run.")
+            raise RunDirError(f"{out} holds a different run ({detail}). Use a new output folder, or overwrite to "
+                              "discard the old run.")
         # written by an older tpututor: what it lacked is added
         if set(meta) - set(old): write_json(rj, {**old, **meta})
         return out

@@ -303,7 +303,11 @@ def _canon(node)->str:
     return repr(node)
 
 # %% ../nbs/12_testing.ipynb #a55a9446
-def code_text(path)->str: # the code as text: the same on every Python from 3.10 on, so a record made on a GPU machine's Python checks here
+def code_text(
+    path, # a Python file
+    # the code as text: the same on every Python from 3.10 on, so a record made on a GPU machine's Python
+    # checks here
+)->str:
     "The code of a Python file without its docstrings and comments (what runs, not what it says)"
     import ast
     tree = ast.parse(Path(path).read_text())

@@ -257,7 +257,8 @@ def make_optimizer(
                                  global_clipnorm=cfg.grad_clip or None,
                                  gradient_accumulation_steps=cfg.grad_accum if cfg.grad_accum > 1 else None)
     opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
-    opt.learning_rate_schedule = opt._learning_rate   # noqa: the schedule object (`learning_rate` reads its current value)
+    # the schedule object (`learning_rate` reads its current value)
+    opt.learning_rate_schedule = opt._learning_rate   # noqa
     opt.learning_rate_schedule.bind(opt)
     return opt
 
@@ -357,7 +358,8 @@ def n_replicas()->int: # copies of the model training in sync: the devices, or w
     return int(mesh.shape[list(mesh.axis_names).index(dist.batch_dim_name)])
 
 # %% ../../nbs/backends/02_keras.ipynb #65ae51b8
-def describe()->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
+def describe(
+)->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
     "The framework and devices Keras runs on, for logs"
     if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
     import jax
@@ -769,6 +771,8 @@ def _take(self:KerasBackend, cfg:TrainConfig):
 
 # %% ../../nbs/backends/02_keras.ipynb #9bec395f
 @patch
-def compile_stats(self:KerasBackend)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
+def compile_stats(
+    self:KerasBackend,
+)->dict: # programs compiled (and loaded from the compile cache) in this process so far, and the seconds
     "JAX's own counts of compiles, of compile-cache loads and of seconds spent tracing, lowering and compiling"
     return dict(compiles=_compiles(), cache_hits=_hits(), seconds=JaxDevice().compile_seconds() if on_jax() else 0.0)

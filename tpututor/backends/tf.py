@@ -259,7 +259,8 @@ def _traces(*fns)->int: # traces so far, summed over `fns` (0 for what is not, o
 def _epoch_feed(tf):
     class EpochFeed(tf.keras.callbacks.Callback):
         """Feeds the steps and epochs of Keras `fit` to an `EpochLoop`. Its state is on the instance, never in a
-        closure: TensorFlow keeps the class for good (see `_tf_class`), and a closure over the model would keep it too"""
+        closure: TensorFlow keeps the class for good (see `_tf_class`), and a closure over the model would keep it
+        too"""
         def __init__(self, loop, meter, steps, batch, step_flops, validate):
             super().__init__()
             self.loop, self.meter, self.steps, self.batch, self.step_flops, self.validate = (
@@ -418,8 +419,8 @@ def fit_model(
     strategy = strategy or (model.distribute_strategy if model is not None else get_strategy(verbose=verbose))
     reps = n_replicas(strategy)
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
-    y = np.zeros((start.n, 1),
-                 np.float32) if start.y is None else start.y.astype(np.int32) if cfg.spec.targets == 'classes' else start.y
+    y = (np.zeros((start.n, 1), np.float32) if start.y is None
+         else start.y.astype(np.int32) if cfg.spec.targets == 'classes' else start.y)
     yv = start.y_valid
     if model is None: model = build_model(cfg, strategy)
     enc = model.get_layer('encoder')

@@ -104,7 +104,9 @@ class XlaBackend:
         "The model of `cfg` with the weights of `path`, on the device"
         return self.layer.place_model(load_weights(build_model(cfg, pretrained=False), path))
 
-    def compile_stats(self)->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
+    def compile_stats(
+        self,
+    )->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
         "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
         return self.layer.compile_stats()
 

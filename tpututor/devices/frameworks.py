@@ -220,8 +220,8 @@ def _plan_tf(have, tpu):
     if tpu and 'tensorflow-tpu' not in installed:
         plan.append(Step(['tensorflow-tpu', '-f', TF_TPU_INDEX], 'TensorFlow for the TPU, with a libtpu of its own',
                          [f'{d} {v} (replaced)' for d, v in installed.items()]
-                         + (
-                             [f"libtpu {have('libtpu')} (replaced by the one tensorflow-tpu needs)"] if have('libtpu') else [])
+                         + ([f"libtpu {have('libtpu')} (replaced by the one tensorflow-tpu needs)"]
+                            if have('libtpu') else [])
                          + [f'{d} {v} (may no longer find the TPU with that libtpu)' for d in ('jax', 'torch_xla') if (
                              v := have(d))]))
     elif not installed: plan.append(Step(['tensorflow==2.21.*'], 'TensorFlow'))

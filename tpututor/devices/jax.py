@@ -138,7 +138,8 @@ def _on_hit(event, **kw):
     if event == _HIT_EVENT: _HITS[0] += 1
 
 # %% ../../nbs/devices/03_jax.ipynb #edaf31b5
-def _count_cache_hits()->int: # programs JAX has loaded from the persistent compilation cache in this process since the first call
+def _count_cache_hits(
+)->int: # programs JAX has loaded from the persistent compilation cache in this process since the first call
     "How many of the programs `count_compiles` counts were loaded from the compile cache instead of compiled"
     import jax.monitoring
     if not getattr(_count_cache_hits, '_on', False):
@@ -164,8 +165,10 @@ def _use_compile_cache(
     path = Path(path).expanduser().resolve()
     try: path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        import warnings; warnings.warn(f"compile cache {path} cannot be created ({e}): every run compiles again; "
-                                       "name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'"); return None
+        import warnings
+        warnings.warn(f"compile cache {path} cannot be created ({e}): every run compiles again; "
+                      "name a writable folder with TPUTUTOR_COMPILE_CACHE, or set it to 'off'")
+        return None
     import jax
     _count_cache_hits()   # listen from now on
     if jax.config.jax_compilation_cache_dir != str(path):

@@ -124,8 +124,8 @@ class TfDevice:
             first = (tf.config.list_logical_devices('GPU') or tf.config.list_logical_devices('CPU'))[0].name
         kind = tf.DeviceSpec.from_string(first).device_type or 'CPU'
         if kind == 'GPU':
-            return (
-                f"GPU:{tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0]).get('device_name', '')}")
+            details = tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0])
+            return f"GPU:{details.get('device_name', '')}"
         return f'CPU:{host_name()}' if kind == 'CPU' else kind
     def peak_flops(self, dtype:str='float32', refresh:bool=False)->float:
         return _peak_flops(self.strategy, dtype, refresh=refresh)

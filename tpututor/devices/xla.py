@@ -265,7 +265,8 @@ def check_precision(cfg): # `cfg` (anything with `.precision`), when the XLA bac
     "Refuse precisions the XLA backend does not train with"
     if cfg.precision == 'fp16':
         raise ValueError("precision='fp16' is for GPUs (it needs loss scaling); the xla backend trains in 'fp32' or "
-                         "'bf16' (autocast to bfloat16 with float32 master weights, the TPU way). Use precision='bf16'.")
+                         "'bf16' (autocast to bfloat16 with float32 master weights, the TPU way). "
+                         "Use precision='bf16'.")
     return cfg
 
 # %% ../../nbs/devices/07_xla.ipynb #d25b0419

@@ -229,9 +229,8 @@ def electra_tokenizer(
 ):
     "KerasHub's `convert_tokenizer` for ELECTRA: the WordPiece vocabulary `vocab.txt`"
     from keras_hub.src.utils.preset_utils import HF_TOKENIZER_CONFIG_FILE, check_file_exists, get_file, load_json
-    lower = load_json(preset, HF_TOKENIZER_CONFIG_FILE).get("do_lower_case",
-                                                            True) if check_file_exists(preset,
-                                                                                       HF_TOKENIZER_CONFIG_FILE) else True
+    lower = (load_json(preset, HF_TOKENIZER_CONFIG_FILE).get("do_lower_case", True)
+             if check_file_exists(preset, HF_TOKENIZER_CONFIG_FILE) else True)
     return cls(vocabulary=get_file(preset, "vocab.txt"), lowercase=lower, **kwargs)
 
 electra = Converter('ElectraBackbone', electra_config, electra_weights, electra_tokenizer)

@@ -67,7 +67,9 @@ def family_of(
         (f for f, d in DECODERS.items() if mt in d['model_types']), None)
 
 # %% ../../nbs/models/01_families.ipynb #b12ea7ed
-def backends_for(family:str|None)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
+def backends_for(
+    family:str|None, # a family name (`family_of`), or None
+)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
     "The backends that train and predict with a family, as the family matrix shows"
     known = FAMILIES | DECODERS
     return known[family]['backends'] if family in known else ('xla', 'torch', 'bow')
