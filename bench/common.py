@@ -266,9 +266,8 @@ def _texts(outputs)->list:
 def _figures(texts)->list:
     """`_texts` without the lines that say a record's code changed since (`tpututor.testing.record_notes`): the figures
     alone"""
-    from tpututor.testing import STALE_MARK
-    keep = lambda t: ''.join(l for l in t.splitlines(keepends=True) if not l.startswith(STALE_MARK))
-    return [(k, keep(t)) for k, t in texts if keep(t) or k == 'data']
+    from tpututor.testing import without_notes
+    return [(k, without_notes(t)) for k, t in texts if without_notes(t) or k == 'data']
 
 def run_shown(nb)->dict:
     "Run the record-showing cells of notebook `nb`, each on its own in a fresh shell in nbs/; their outputs by cell index"

@@ -64,21 +64,23 @@ def _expect(t:dict|None)->str:
     return f"{_minutes(t['seconds'])} " + ('by its record (its timed runs alone)' if t.get('estimated')
                                            else 'last time')
 
-def run(cmds)->list:
+def run(cmds, plan=False)->list:
     """Run each bench command (a list: script and arguments) in a fresh process, in the order given, a line before each
-    with the time it took last time; its seconds go to bench/timings.json as it ends. The ones that failed"""
+    with the time it took last time; its seconds go to bench/timings.json as it ends. The ones that failed. `plan`:
+    print the lines alone, running nothing"""
     failed, known = [], timings()
     for i, c in enumerate(cmds, 1):
         key = ' '.join(c)
         left = sum(known.get(' '.join(x), {}).get('seconds') or 0 for x in cmds[i - 1:])
         print(f"== [{i}/{len(cmds)}] python bench/{key}: {_expect(known.get(key))}, "
               f"about {_minutes(left)} for this and the rest (those timed)", flush=True)
+        if plan: continue
         t0 = time.time()
         rc = subprocess.run([sys.executable, str(BENCH / c[0]), *c[1:]], cwd=BENCH).returncode
         print(f"== [{i}/{len(cmds)}] python bench/{key}: {'done' if not rc else 'FAILED'} "
               f"in {_minutes(time.time() - t0)}", flush=True)
         if rc: failed.append(key); continue   # a failed bench wrote no record; the ones before it keep theirs
-        known = {**timings(), key: dict(seconds=round(time.time() - t0), date=time.strftime('%Y-%m-%d'))}
+        known[key] = dict(seconds=round(time.time() - t0), date=time.strftime('%Y-%m-%d'))
         _write(TIMINGS, json.dumps(dict(sorted(known.items())), indent=1) + '\n')
     return failed
 
@@ -225,12 +227,7 @@ if __name__ == '__main__':
     if '--outputs' in args:
         print('saved again:', refresh_outputs() or 'nothing (every output matches its record)'); sys.exit(0)
     if '--summary' in args: _write(RESULTS / 'summary.md', summary()); sys.exit(0)
-    if '--stale' in args and '--plan' in args:
-        cmds, known = rerun_stale(), timings()
-        for i, c in enumerate(cmds, 1):
-            print(f"[{i}/{len(cmds)}] python bench/{' '.join(c)}: {_expect(known.get(' '.join(c)))}")
-        print(f"about {_minutes(sum(known.get(' '.join(c), {}).get('seconds') or 0 for c in cmds))} for the timed ones")
-        sys.exit(0)
+    if '--stale' in args and '--plan' in args: run(rerun_stale(), plan=True); sys.exit(0)
     failed = run(rerun_stale() if '--stale' in args else [[f'bench_{n}.py'] for n in (args or names())])
     if '--stale' in args: print('saved again:', refresh_outputs() or 'nothing')
     text = summary()

@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/testing.html.md"""
 
 # %% ../nbs/12_testing.ipynb #731bd9f6
 from __future__ import annotations
-import hashlib, json, os
+import functools, hashlib, json, os
 from pathlib import Path
 from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
@@ -15,7 +15,7 @@ from .models.checkpoint import check_family, model_config
 __all__ = ['FRAMEWORKS', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
            'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'code_text',
            'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes', 'changed_since', 'record_notes',
-           'record_text', 'record_entry', 'recorded']
+           'without_notes', 'record_text', 'record_entry', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'],
@@ -309,14 +309,17 @@ def code_text(
     # checks here
 )->str:
     "The code of a Python file without its docstrings and comments (what runs, not what it says)"
+    return _code_text(Path(path).read_text())   # the same text is parsed once
+
+@functools.lru_cache(maxsize=None)
+def _code_text(text:str)->str:
     import ast
-    tree = ast.parse(Path(path).read_text())
+    tree = ast.parse(text)
     for node in ast.walk(tree):
         body = getattr(node, 'body', None)
-        if isinstance(body, list) and body and isinstance(body[0],
-                                                          ast.Expr) and isinstance(getattr(body[0], 'value', None),
-                                                                                   ast.Constant) \
-           and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
+        doc = (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+               and isinstance(getattr(body[0], 'value', None), ast.Constant) and isinstance(body[0].value.value, str))
+        if doc: node.body = body[1:] or [ast.Pass()]
     return _canon(tree)
 
 # %% ../nbs/12_testing.ipynb #1678ab80
@@ -399,6 +402,12 @@ def record_notes(
         line = f"{STALE_MARK} {e.get('date')}, commit {e.get('commit') or 'not recorded'}; changed since: {names}"
         if line not in out: out.append(line)
     return out
+
+def without_notes(
+    text:str,  # what a record-showing cell printed
+)->str:        # the same without the lines `record_notes` printed: the figures alone
+    "A cell's printed text without the lines that say its record was measured on older code"
+    return ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(STALE_MARK))
 
 def record_text(
     file:str,  # a file of bench/results, e.g. 'realruns.json'

@@ -21,7 +21,7 @@ Steps 1 and 2 are cached by content hash in ~/.cache/tpututor-docs (TPUTUTOR_DOC
 by every checkout on the machine: a rebuild after editing one notebook processes that one, and a fresh clone of code
 built before processes none.
 """
-import hashlib, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
+import functools, hashlib, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -396,6 +396,7 @@ def _every_tutorial(head, rows):
     return rows + [[f'tutorials/{nb.name}', 'not recorded'] + ['-'] * (len(head) - 2)
                    for nb in sorted((NBS / 'tutorials').glob('*.ipynb')) if f'tutorials/{nb.name}' not in have]
 
+@functools.cache
 def _load(rel:str):
     "The Python file `rel` of this repository as a module (bench/common.py, bench/run.py, tools/compat/run.py)"
     import importlib.util
@@ -410,19 +411,18 @@ def with_record_notes(page:Path):
     """The cells of notebook `page` that print a figure from a record (bench/common.py's `SHOWS`) say, above their saved
     outputs, what `recorded` says today when the record was measured on code that has changed since: the line is made
     now, from the record and today's code, whatever the outputs were saved with"""
-    from tpututor.testing import STALE_MARK, record_notes, record_entry
-    nb, changed = json.loads(page.read_text()), False
+    from tpututor.testing import without_notes, record_notes, record_entry
+    nb, changed, shows = json.loads(page.read_text()), False, _load('bench/common.py').SHOWS
     for c in nb['cells']:
         src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
-        if c['cell_type'] != 'code' or not src.startswith('from tpututor.testing import recorded'): continue
+        if c['cell_type'] != 'code' or not src.startswith(shows): continue
         notes = []
         for file, run in RECORD_CALL.findall(src):
             notes += [n for n in record_notes(record_entry(file, run or None)) if n not in notes]
         outs = []
         for o in c.get('outputs', []):
             if o.get('output_type') == 'stream':
-                text = ''.join(o['text']) if isinstance(o['text'], list) else o['text']
-                kept = ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(STALE_MARK))
+                kept = without_notes(''.join(o['text']) if isinstance(o['text'], list) else o['text'])
                 if not kept: continue
                 o = {**o, 'text': kept}
             outs.append(o)
@@ -459,17 +459,16 @@ def install_page():
     parts = [(HERE / 'install.md').read_text().strip(),
              '## Tested on\n\nWhere this code has run, from the records the benchmarks and the compat runs write (a row '
              'appears when a record does):\n\n' + tested_on().strip()]
-    compat = _load('tools/compat/run.py')
+    now = _load('tools/compat/run.py').code_hash()   # the package code's hash, as the compat runs record it
     for image, title, cmd in (('kaggle', "Kaggle's TPU image versions", './run.sh compat'),
                               ('colab', "Colab's TPU runtime versions", './run.sh compat colab')):
         res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
         if not res.exists():
             parts.append(f'## Tested against {title}\n\n`{cmd}` has not written results yet.'); continue
         code = json.loads(res.with_suffix('.json').read_text())['code']
-        note = ('' if code == compat.code_hash() else
-                f"\n\n**Run on package code that has changed since** (code `{code}` then, `{compat.code_hash()}` now): "
-                f"`{cmd}` runs it again.\n")
-        parts.append(_noted(res.read_text().strip(), note.strip()))
+        note = ('' if code == now else f"**Run on package code that has changed since** (code `{code}` then, "
+                                       f"`{now}` now): `{cmd}` runs it again.")
+        parts.append(_noted(res.read_text().strip(), note))
     return '\n\n'.join(parts) + '\n'
 
 def layout_sources(src, done):
