@@ -93,13 +93,11 @@ def _differ(a:RunPreds, b:RunPreds, other_texts:bool=False)->str|None: # the fir
         fa.get('rows') and fb.get('rows') and fa['rows'] != fb['rows']):
         return (
             f"it trained on other rows than {a.name} ({len(b.oof):,} rows vs {len(a.oof):,}, or as many with other "
-            f"targets or ids): "
-                "a blend needs the same training rows in the same order")
+            f"targets or ids): a blend needs the same training rows in the same order")
     if not np.array_equal(a.folds, b.folds):
         return (
-            f"its folds are not {a.name}'s: train every run with the same --folds, --fold-kind, --seed and --group, "
-            f"so each row "
-                "is held out in the same fold by every run")
+            f"its folds are not {a.name}'s: train every run with the same --folds, --fold-kind, --seed and --group, so "
+            f"each row is held out in the same fold by every run")
     if not other_texts and fa.get('texts') and fb.get('texts') and fa['texts'] != fb['texts']:
         return (f"it read other texts of the same rows than {a.name} (another --text column, or cleaned text); "
                 "if that is on purpose, blend with --other-texts (Python: other_texts=True)")
@@ -195,8 +193,8 @@ def _choose(task:str, runs:list, y, nested:np.ndarray,
     if _main(task, blended) >= _main(task, own[best]): return w, nested, blended, None
     why = (
         f"the blend's out-of-fold {MAIN_METRIC[task]} with weights fitted on the other folds, "
-        f"{_main(task, blended):.4f}, is below "
-           f"that of its best run, {runs[best].name} ({_main(task, own[best]):.4f}): the blend is that run alone")
+        f"{_main(task, blended):.4f}, is below that of its best run, {runs[best].name} ({_main(task, own[best]):.4f}): "
+        f"the blend is that run alone")
     return np.eye(len(runs))[best], runs[best].oof, own[best], why
 
 # %% ../nbs/10a_blend.ipynb #61919d2c
@@ -275,9 +273,8 @@ def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
     write_json(out/'blend.json',
                {
                    'method': 'SLSQP on the simplex: non-negative weights summing to 1 that minimise the task loss of '
-                             'the weighted average; '
-                                  'out-of-fold score from weights fitted on the other folds; test weights fitted on '
-                                  'all folds',
+                             'the weighted average; out-of-fold score from weights fitted on the other folds; test '
+                             'weights fitted on all folds',
                                   'runs': [r.name for r in runs], 'weights': res.weights,
                                   'fingerprints': {r.name: r.fingerprint for r in runs},
                                   'fold_weights': res.fold_weights.round(6).tolist(),

@@ -39,15 +39,13 @@ DEFAULT_JOB = dict(rows=2000, held_out=1000, max_len=64, epochs=1, batch_size=16
 SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where the command line names none, why)
     'cpu': (dict(buckets=4, batch_size=16, precision='bf16'),
             "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows "
-            "per step over all devices; "
-            "bf16 with the torch backend on a CPU with bfloat16 instructions"),
+            "per step over all devices; bf16 with the torch backend on a CPU with bfloat16 instructions"),
     'gpu': (dict(buckets=4, batch_size=32, precision='bf16'),
             "length buckets as on a CPU; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per "
             "device"),
     'tpu': (dict(buckets=4, batch_size=32, precision='bf16'),
             "buckets chosen once for the whole run, so that each shape compiles once; bfloat16, the MXU's own; batch "
-            "32 per device; "
-            "not measured on a TPU yet"),
+            "32 per device; not measured on a TPU yet"),
 }
 
 # %% ../nbs/11_cli.ipynb #24730b86
@@ -179,10 +177,9 @@ def _predict_parser(sub):
     "`tpututor predict`: its options"
     pr = sub.add_parser('predict', help="predict a CSV with a finished run's folds, from the run directory alone",
         description="Every fold's saved model on a CSV, averaged, in the run's label names. The run directory is all "
-                    "it reads: "
-                    "the model's config and tokenizer are kept in RUN/model, so it works offline after the training "
-                    "model folder is gone "
-                    "(a Kaggle submission notebook with the internet off), on this machine's devices.")
+                    "it reads: the model's config and tokenizer are kept in RUN/model, so it works offline after the "
+                    "training model folder is gone (a Kaggle submission notebook with the internet off), on this "
+                    "machine's devices.")
     pr.add_argument('--run', required=True, nargs='+', metavar='RUN',
                     help='run directory written by tpututor train; several, with --weights, for a blend')
     pr.add_argument('--weights', metavar='BLEND_JSON',
@@ -208,13 +205,10 @@ def _blend_parser(sub):
     "`tpututor blend`: its options"
     b = sub.add_parser('blend', help='blend finished runs on their out-of-fold predictions',
         description="Runs trained on the same rows and folds (other models, lengths, seeds, backends), blended with "
-                    "non-negative "
-                    "weights summing to 1 that minimise the task's loss of the weighted average of their out-of-fold "
-                    "predictions. "
-                    "The blend's out-of-fold score comes from weights fitted on the other folds; where it is below "
-                    "the best run's, the "
-                    "blend is that run. Writes predictions.csv (and submission.csv), blend.json and summary.json to "
-                    "--out.")
+                    "non-negative weights summing to 1 that minimise the task's loss of the weighted average of their "
+                    "out-of-fold predictions. The blend's out-of-fold score comes from weights fitted on the other "
+                    "folds; where it is below the best run's, the blend is that run. Writes predictions.csv (and "
+                    "submission.csv), blend.json and summary.json to --out.")
     b.add_argument('runs', nargs='+', metavar='RUN', help='run directories written by tpututor train (or run_kfold)')
     b.add_argument('--out', required=True, help='folder to write the blend to')
     b.add_argument('--sample-submission', metavar='CSV',
@@ -241,18 +235,16 @@ def _plan_parser(sub):
     "`tpututor plan`: its options"
     pl = sub.add_parser('plan', help='will a run fit? the memory per device, before anything compiles',
         description="The memory one training step needs on each device (weights, gradients, optimizer state, "
-                    "activations), "
-                    "counted from the model's config, against the HBM of a TPU device; the largest batch that fits "
-                    "and a "
-                    "roofline step time. Exit code 2 when it does not fit. (Encoders; the counts are XLA's on a CPU, "
-                    "an upper bound on a TPU.)")
+                    "activations), counted from the model's config, against the HBM of a TPU device; the largest batch "
+                    "that fits and a roofline step time. Exit code 2 when it does not fit. (Encoders; the counts are "
+                    "XLA's on a CPU, an upper bound on a TPU.)")
     pl.add_argument('--model', default='minilm',
                     help="'minilm', a local folder with config.json, or a hub id (default: minilm)")
     pl.add_argument('--max-len', type=int, default=128, help='tokens per row (default: 128)')
     pl.add_argument('--batch-size', type=int, default=16, help='rows per device (default: 16)')
     pl.add_argument('--precision', choices=['fp32', 'bf16', 'pure_bf16'],
-                    default='bf16', help='variables and activations: '
-                    'fp32, bf16 (float32 variables, bfloat16 activations) or pure_bf16 (default: bf16)')
+                    default='bf16', help='variables and activations: fp32, bf16 (float32 variables, bfloat16 '
+                                         'activations) or pure_bf16 (default: bf16)')
     pl.add_argument('--lora', type=int, default=0, metavar='RANK',
                     help='LoRA rank: only low-rank matrices and the head train (default: 0, every weight)')
     pl.add_argument('--model-parallel', type=int, default=1, metavar='N',
@@ -330,9 +322,8 @@ def texts_of(df, cols, path, what='--data')->list:
         if bad:
             raise ValueError(
                 f"{what} file {path}, column {c!r}: {len(bad)} row(s) are missing or not text (rows "
-                f"{bad[:5]}{' ...' if len(bad) > 5 else ''}, "
-                                     f"values {s[bad[:3]].tolist()}). Drop or fill them (e.g. df[{c!r}].fillna('')) "
-                                     f"and rerun.")
+                f"{bad[:5]}{' ...' if len(bad) > 5 else ''}, values {s[bad[:3]].tolist()}). Drop or fill them (e.g. "
+                f"df[{c!r}].fillna('')) and rerun.")
         out.append(s.tolist())
     return out
 
@@ -454,8 +445,8 @@ def load_data(args)->tuple: # (training rows, test rows or None, the data's name
     "The training and test CSVs of `tpututor train`, or the embedded default's rows"
     if args.data:
         df = read_csv(args.data)
-        return df.iloc[:args.rows] if args.rows else df, read_csv(args.test,
-                                                                  '--test') if args.test else None, args.data, False
+        test = read_csv(args.test, '--test') if args.test else None
+        return df.iloc[:args.rows] if args.rows else df, test, args.data, False
     if args.test: raise ValueError('--test needs --data (the default job has its own held-out rows)')
     df, test_df = default_data(args.rows or DEFAULT_JOB['rows'], DEFAULT_JOB['held_out'])
     return df, test_df, f'Rotten Tomatoes (embedded), {len(df)} training rows, {len(test_df)} held out', True
@@ -755,8 +746,7 @@ def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     gb = lambda b: f'{b / 1e9:8.2f} GB'
     print(
         f"{args.model}: {p['params']:,} weights ({p['trainable']:,} trained), {args.batch_size} rows x {args.max_len} "
-        f"tokens "
-          f"per device, {args.precision}" + (f", LoRA rank {args.lora}" if args.lora else '')
+        f"tokens per device, {args.precision}" + (f", LoRA rank {args.lora}" if args.lora else '')
           + (f", weights over {args.model_parallel} devices" if args.model_parallel > 1 else ''))
     for k in ('weights', 'gradients', 'optimizer', 'activations', 'total'): print(f"  {k:12} {gb(p[k])}")
     t = step_time(config, args.max_len, args.batch_size, args.accelerator, args.precision)

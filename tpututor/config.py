@@ -144,9 +144,8 @@ def check_run(
     if devices and cfg.model_parallel > 1 and devices // cfg.model_parallel < processes:
         raise ValueError(f"model_parallel={cfg.model_parallel} over {devices} devices in {processes} processes leaves "
                          f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy "
-                         f"would span hosts, "
-                         f"which is not supported yet. Use model_parallel <= {max(1, devices // processes)} (the "
-                         f"devices of one host).")
+                         f"would span hosts, which is not supported yet. Use model_parallel <= "
+                         f"{max(1, devices // processes)} (the devices of one host).")
     return ck
 
 # %% ../nbs/04_config.ipynb #b5d651f8

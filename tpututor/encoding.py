@@ -60,8 +60,7 @@ def append_eos(
     single = pre + ['$A'] + post + [eos]
     tok.post_processor = processors.TemplateProcessing(
         single=' '.join(single), pair=' '.join(single + ['$B:1', f'{eos}:1']),
-                                                       special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(
-                                                           pre + post + [eos])])
+        special_tokens=[(t, tok.token_to_id(t)) for t in dict.fromkeys(pre + post + [eos])])
     return tok
 
 # %% ../nbs/03_encoding.ipynb #13359ff1

@@ -63,8 +63,7 @@ def make_folds(
     if kind == 'group':
         ng = len(np.unique(np.asarray(groups)))
         if ng < k: raise ValueError(f"{ng} groups cannot make {k} folds: use at most {ng} folds")
-        splitter = (StratifiedGroupKFold(k, shuffle=True, random_state=seed) if classes else GroupKFold(
-            k, shuffle=True, random_state=seed))
+        splitter = (StratifiedGroupKFold if classes else GroupKFold)(k, shuffle=True, random_state=seed)
         splits = splitter.split(np.zeros(n), y if classes else None, groups)
     elif kind == 'stratified': splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(n), y)
     else: splits = KFold(k, shuffle=True, random_state=seed).split(np.zeros(n))
@@ -104,12 +103,9 @@ def leak_text(leak:dict, n:int)->str:
     "The warning a run logs when too many rows share their text with another fold"
     return (
         f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another "
-        f"fold "
-            f"({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on "
-            f"new text. "
-            "Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column that "
-            "ties "
-            "rows together (a question, a user, a thread)")
+        f"fold ({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on "
+        f"new text. Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column "
+        f"that ties rows together (a question, a user, a thread)")
 
 # %% ../nbs/10_kfold.ipynb #bcb2bd72
 def check_leaks(
@@ -331,8 +327,8 @@ def keep_preset(folder, preset:str)->list: # the files kept
     try:
         from keras_hub.src.utils.preset_utils import get_file
         for f in ('config.json', 'metadata.json', 'tokenizer.json'):
-            src = Path(get_file(preset, f)); atomic_write(Path(folder)/f'preset_{f}',
-                                                          lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
+            src = Path(get_file(preset, f))
+            atomic_write(Path(folder)/f'preset_{f}', lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
     except Exception: pass   # no KerasHub here, or the preset is gone: the run keeps what it could
     return kept
 
@@ -632,8 +628,7 @@ def attach_base(
     want = kit['base']; where = str(base or want['name'])
     attach = (
         f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash "
-        f"{want['hash']}) "
-              "and pass its folder with --base (Python: base=)")
+        f"{want['hash']}) and pass its folder with --base (Python: base=)")
     try: got = checkpoint_hash(where)
     # ConnectionError is an OSError
     except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None

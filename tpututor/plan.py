@@ -147,8 +147,8 @@ def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_
     devices = lambda acc: tpu_spec(acc)['chips'] * tpu_spec(acc)['devices_per_chip']
     # this one first, then the smaller ones
     cheaper = [p for p in PRECISION_BYTES if PRECISION_BYTES[p] <= PRECISION_BYTES[precision]]
-    out = [f"batch_size={best(accelerator, precision, model_parallel, lora)}"] if best(accelerator, precision,
-                                                                                       model_parallel, lora) else []
+    here = best(accelerator, precision, model_parallel, lora)
+    out = [f"batch_size={here}"] if here else []
     half = memory_plan(config, max_len // 2, batch_size, precision, lora,
                        model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
     out += [f"max_len={max_len // 2}"] if max_len > 1 and half else []

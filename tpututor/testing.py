@@ -49,9 +49,9 @@ def train_tokenizer(
     tok.train_from_iterator(texts, trainer)
     ids = {t: tok.token_to_id(t) for t in sp}
     if arch == 'bert':
-        tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
-                                                           special_tokens=[
-                                                               ('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
+        tok.post_processor = processors.TemplateProcessing(
+            single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
+            special_tokens=[('[CLS]', ids['[CLS]']), ('[SEP]', ids['[SEP]'])])
     elif arch == 'roberta':
         tok.post_processor = processors.TemplateProcessing(single='<s> $A </s>', pair='<s> $A </s> </s> $B </s>',
                                                            special_tokens=[('<s>', ids['<s>']), ('</s>', ids['</s>'])])

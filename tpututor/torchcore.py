@@ -369,9 +369,8 @@ def train_data(cfg:TrainConfig, train:Inputs, y,
     ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
     if steps == 0:
-        raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows "
-                         f"(batch_size {cfg.batch_size} x {layer.replicas()} device(s) x grad_accum {cfg.grad_accum}) "
-                         f"in any "
+        raise ValueError(f"{len(ds)} training rows do not fill one step of {gbs * cfg.grad_accum} rows (batch_size "
+                         f"{cfg.batch_size} x {layer.replicas()} device(s) x grad_accum {cfg.grad_accum}) in any "
                          f"length bucket: use a smaller batch_size or fewer buckets")
     return ds, steps, buckets, gbs
 

@@ -62,8 +62,8 @@ def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inpu
     loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
     loop.history.step_loss.append(loss)
     for _ in loop:
-        loop.end_epoch(loss, secs, n, val_loss=None if valid is None else cfg.spec.loss_np(
-            yv, self.predict(cfg, m, valid), cfg.margin))
+        val_loss = None if valid is None else cfg.spec.loss_np(yv, self.predict(cfg, m, valid), cfg.margin)
+        loop.end_epoch(loss, secs, n, val_loss=val_loss)
     return m, loop.finish()
 
 # %% ../../nbs/backends/01_bow.ipynb #d7e4cafb

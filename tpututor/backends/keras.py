@@ -104,8 +104,7 @@ def load_backbone(
             (Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
             raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
                              f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it "
-                             f"again with "
-                             "save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
+                             f"again with save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
         # KerasHub's file lookup would import TensorFlow
         with keep_tf_out(), hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)
     _HF_CONFIGS[bb] = config
@@ -365,8 +364,8 @@ def describe(
     import jax
     d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
     mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
-    return (f"JAX, {p} processes x {d // p} devices ({where})" if p > 1 else f"JAX, {d} device{'s' if d > 1 else ''} "
-                                                                             f"({where})") + mesh
+    hosts = f"{p} processes x {d // p} devices" if p > 1 else f"{d} device{'s' if d > 1 else ''}"
+    return f"JAX, {hosts} ({where})" + mesh
 
 # %% ../../nbs/backends/02_keras.ipynb #222ae032
 def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
@@ -554,8 +553,8 @@ def fit_model(
     parallel)"""
     reps, devs = n_replicas(), n_devices()
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
-    y = np.zeros((start.n, 1), np.float32) if start.y is None else start.y.astype(
-        np.int32 if cfg.spec.targets == 'classes' else np.float32)
+    y = (np.zeros((start.n, 1), np.float32) if start.y is None
+         else start.y.astype(np.int32 if cfg.spec.targets == 'classes' else np.float32))
     model, restart, built = _take_model(cfg, train, model, spare)
     bb, batch = backbone_of(model), cfg.batch_size * reps
     gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))

@@ -180,13 +180,12 @@ def launch_fit(
                                          "or XlaBackend(spmd=True) for length buckets over many devices")
     if tx._XLAC._xla_runtime_is_initialized():
         raise RuntimeError(
-            "this process has already used the XLA device, so torch_xla.launch cannot hand the devices to "
-                           "per-core processes. Call launch_fit in a fresh process (restart the kernel and call it "
-                           "before "
-                           "anything creates an XLA tensor), or use XlaBackend(spmd=True) in this one.")
+            "this process has already used the XLA device, so torch_xla.launch cannot hand the devices to per-core "
+            "processes. Call launch_fit in a fresh process (restart the kernel and call it before anything creates an "
+            "XLA tensor), or use XlaBackend(spmd=True) in this one.")
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     cc = compile_cache_dir('torch_xla') if compile_cache is None else compile_cache
-    cc = None if cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no') else str(
-        Path(cc).expanduser().resolve())
+    off = cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no')
+    cc = None if off else str(Path(cc).expanduser().resolve())
     tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir), cc))
     return History.from_dict(read_json(out_dir / 'history.json'))

@@ -61,8 +61,8 @@ def import_xla(
 # %% ../../nbs/devices/01_frameworks.ipynb #74e777aa
 def tpu_present():
     "Cheap check for TPU chips (Linux exposes them as /dev/accel* or /dev/vfio devices) or a TPU VM's env"
-    return any(os.path.exists(p) for p in ('/dev/accel0',
-                                           '/dev/vfio/0')) or 'TPU_NAME' in os.environ or 'COLAB_TPU_ADDR' in os.environ
+    return (any(os.path.exists(p) for p in ('/dev/accel0', '/dev/vfio/0'))
+            or 'TPU_NAME' in os.environ or 'COLAB_TPU_ADDR' in os.environ)
 
 # %% ../../nbs/devices/01_frameworks.ipynb #5323082b
 def check_xla_pair(
@@ -74,9 +74,8 @@ def check_xla_pair(
     if tv and xv and _minor(tv) != _minor(xv):
         raise ImportError(
             f"torch {tv} and torch_xla {xv} are installed, but torch_xla imports only beside the torch of its own "
-                          f"version. Install the matching torch: pip install 'torch=={_minor(xv)}.*' (or call "
-                          "tpututor.devices.frameworks.install_missing('xla', allow_changes=True)), then restart the "
-                          "process.")
+            f"version. Install the matching torch: pip install 'torch=={_minor(xv)}.*' (or call "
+            f"tpututor.devices.frameworks.install_missing('xla', allow_changes=True)), then restart the process.")
 
 # %% ../../nbs/devices/01_frameworks.ipynb #4a5980bb
 class KerasVersionError(RuntimeError):

@@ -170,8 +170,8 @@ def check_steps_per_execution(
     "Steps per execution that work under `strategy`: 1 (with a warning) for Keras 3 + multi-replica MirroredStrategy"
     if not isinstance(n, int) or n < 1: raise ValueError(f"steps_per_execution must be an integer >= 1, got {n!r}")
     tf = tf or import_tf(legacy_keras=False)
-    if n > 1 and not keras_is_legacy(tf) and isinstance(strategy,
-                                                        tf.distribute.MirroredStrategy) and n_replicas(strategy) > 1:
+    mirrored = isinstance(strategy, tf.distribute.MirroredStrategy) and n_replicas(strategy) > 1
+    if n > 1 and not keras_is_legacy(tf) and mirrored:
         warnings.warn(
             f"steps_per_execution={n} with Keras 3 and a {n_replicas(strategy)}-replica MirroredStrategy fails "
                       "inside fit (keras-team/keras#19246); using 1. Use tf-keras "

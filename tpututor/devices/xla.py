@@ -113,8 +113,8 @@ def _peak_flops(
     "The FLOP/s one XLA device reaches on a large matmul, measured once and cached"
     import torch, time
     from tpututor.meter import cached_peak, best_rate
-    tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model'); xr = importlib.import_module(
-        'torch_xla.runtime')
+    tx = import_xla()
+    xm, xr = importlib.import_module('torch_xla.core.xla_model'), importlib.import_module('torch_xla.runtime')
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     kind = _device_kind()
     n = n or (1024 if kind.startswith('CPU') else 8192)
@@ -245,10 +245,9 @@ def _use_compile_cache(
     if tx._XLAC._xla_computation_cache_is_initialized():   # torch_xla read its setting at this process's first compile
         if now and Path(now).resolve() == path: _CACHE.update(path=path, why=None); return path
         return _cache_off(
-            f"this process compiled a graph before the cache was set up{f' (it uses {now})' if now else ''}, "
-                          "and torch_xla reads the setting once, at the first compile: call use_compile_cache (or "
-                          "create "
-                          "XlaBackend) before anything runs on the XLA device, or restart the process", say=True)
+            f"this process compiled a graph before the cache was set up{f' (it uses {now})' if now else ''}, and "
+            f"torch_xla reads the setting once, at the first compile: call use_compile_cache (or create XlaBackend) "
+            f"before anything runs on the XLA device, or restart the process", say=True)
     try:
         path.mkdir(parents=True, exist_ok=True)
         if not readonly and not os.access(path, os.W_OK): raise PermissionError('not writable')

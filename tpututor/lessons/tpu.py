@@ -116,8 +116,8 @@ def _link(ax, a, b, text='', color='0.2', fs=7):
 # %% ../../nbs/lessons/00_tpu.ipynb #2542da1e
 def _draw_chip(ax, r):
     "One chip of the row `r`: HBM beside a TensorCore holding VMEM, the MXUs and the VPU"
-    _box(ax, 0, 0, 10, 6, '', '0.97'); ax.text(
-        0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
+    _box(ax, 0, 0, 10, 6, '', '0.97')
+    ax.text(0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
     _box(ax, 0.4, 0.8, 2.2, 4.2, f"HBM\n{r['hbm_gb_per_chip']} GB", '#f6d6a8', fs=9)
     cores = f" x {r['cores_per_chip']}" if r['cores_per_chip'] > 1 else ''
     _box(ax, 3.9, 0.5, 5.8, 4.8, '', '#dde8f6'); ax.text(4.05, 5.15, f'TensorCore{cores}', fontsize=8, va='top')

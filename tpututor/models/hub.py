@@ -79,17 +79,13 @@ def hub_file(
         try: return hf_hub_download(repo, filename)
         except RepositoryNotFoundError:
             raise FileNotFoundError(f"No model {repo!r} on the Hugging Face hub (or it is gated or private: log in "
-                                    f"with "
-                                    "`hf auth login`). Check the name, or pass a local folder.") from None
+                                    f"with `hf auth login`). Check the name, or pass a local folder.") from None
     raise HubUnreachable(
         f"{repo!r} is a Hugging Face hub id, but the hub cannot be reached from this machine and the model is not in "
-        f"its cache. "
-        f"On Kaggle with the internet off (code competitions require it): add the model to the notebook as a Kaggle "
-        f"model or "
-        f"dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn the internet on "
-        f"in the "
-        f"notebook's settings. Elsewhere: download it once where there is internet (`hf download {repo}`), or pass a "
-        f"local folder.")
+        f"its cache. On Kaggle with the internet off (code competitions require it): add the model to the notebook as "
+        f"a Kaggle model or dataset (Add Input) and pass its folder, e.g. --model /kaggle/input/<its folder>; or turn "
+        f"the internet on in the notebook's settings. Elsewhere: download it once where there is internet (`hf "
+        f"download {repo}`), or pass a local folder.")
 
 # %% ../../nbs/models/00_hub.ipynb #7f2aa2f1
 def has_weights(path)->bool:

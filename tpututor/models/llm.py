@@ -174,9 +174,9 @@ def mesh_picture(
     ax.set_title(
         f"{rows} x {cols} mesh: of the weights' {whole / 2**20:.2f} MiB each device holds {mine / 2**20:.2f} "
         f"({mine / whole:.0%})", fontsize=9)
-    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->')); ax.text(
-        cols / 2, -0.12, "'model' axis", ha='center', va='top', fontsize=8)
-    ax.annotate('', (-0.05, rows), (-0.05, 0), arrowprops=dict(arrowstyle='<->')); ax.text(
-        -0.12, rows / 2, "'batch' axis", ha='right', va='center', rotation=90, fontsize=8)
+    ax.annotate('', (cols, -0.05), (0, -0.05), arrowprops=dict(arrowstyle='<->'))
+    ax.text(cols / 2, -0.12, "'model' axis", ha='center', va='top', fontsize=8)
+    ax.annotate('', (-0.05, rows), (-0.05, 0), arrowprops=dict(arrowstyle='<->'))
+    ax.text(-0.12, rows / 2, "'batch' axis", ha='right', va='center', rotation=90, fontsize=8)
     fig.tight_layout()
     return fig
