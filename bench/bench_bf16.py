@@ -21,8 +21,8 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     import numpy as np
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
-    from tpututor.meter import host_name
-    from tpututor.kfold import score
+    from tpututor.devices.ops import host_name
+    from tpututor.folds import score
     from tpututor.encoding import encode
     from tpututor.backends.xla import XlaBackend
 
@@ -36,7 +36,7 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
                           seed=42, precision=prec)
         be = XlaBackend(verbose=False)
         model, hist = be.fit(cfg, enc, tr.label.values)
-        p = be.predict(cfg, model, enc_te); be.free(model)
+        p = be.predict(cfg, model, enc_te); be.done_with(model)
         res[prec] = dict(hist=hist, held=score('classification', te.label.values, p)['accuracy'])
         print(prec, hist['seconds'], hist['compiles'], res[prec]['held'], flush=True)
     rows = [{'precision': k, 'epoch seconds (1st: compiles)': ', '.join(f'{s:.1f}' for s in r['hist']['seconds']),

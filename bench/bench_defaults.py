@@ -1,5 +1,5 @@
 """The defaults a user gets: `tpututor train --data` on their own CSV with no speed option (what the command chooses
-for the device, `tpututor.cli.SPEED_DEFAULTS`, and says so in its log) against each setting of the speed options
+for the device, `tpututor.commands.options.SPEED_DEFAULTS`, and says so in its log) against each setting of the speed options
 (`--buckets`, `--batch-size`, `--precision`) run the same way. Every run is the real command in a fresh process, as a
 user runs it: the same rows, folds, model (the pretrained MiniLM) and one epoch, its held-out rows scored by the fold
 ensemble. The defaults are right when no setting measured trains faster at no cost in held-out accuracy.

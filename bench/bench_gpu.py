@@ -10,7 +10,7 @@ The rows are BBC News articles (from PyPI), tokenized here by the MiniLM's token
 to 128 tokens; nearly every article fills them, so padding does not flatter anyone. Every contender trains 5-topic
 classification with the same batch, learning-rate schedule and clipping. Throughput is taken over the epochs after
 the first (tpututor: its second and third epoch; the Trainer: every step after its first 10), so compiles and
-warm-up are left out for all alike; MFU counts the model's training FLOPs (`tpututor.meter.train_flops`: 6 x the
+warm-up are left out for all alike; MFU counts the model's training FLOPs (`tpututor.flops.train_flops`: 6 x the
 encoder's matmul parameters per token, plus attention) for every contender.
 
     python bench/bench_gpu.py                 on a machine without CUDA: says so; the recorded result stays
@@ -76,7 +76,7 @@ def one(name, d)->dict:
         from tpututor.backends.torch import TorchBackend
         be = TorchBackend(compile={'torch': False, 'torch_compile': True, 'torch_cudagraphs': 'reduce-overhead'}[name])
         model, hist = be.fit(cfg, enc, y)
-        out = dict(_steady(hist), device=be.layer.kind(), peak_bf16=None if SMOKE else be.layer.peak_flops('bfloat16'))
+        out = dict(_steady(hist), device=be.adapter.kind(), peak_bf16=None if SMOKE else be.adapter.peak_flops('bfloat16'))
     elif name in ('keras', 'keras_spe'):   # keras_spe: 32 steps per call into the device, as on a TPU
         os.environ['KERAS_BACKEND'] = 'jax'
         if name == 'keras_spe': cfg = cfg.replace(steps_per_execution=32)
@@ -93,7 +93,7 @@ def trainer(cfg, enc, y, compiled=False)->dict:
     "The Hugging Face Trainer on the same rows: bf16, the same batch, schedule and clipping, `torch_compile` if `compiled`, its defaults otherwise"
     import tempfile, torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, Trainer, TrainingArguments, TrainerCallback
-    from tpututor.meter import model_dims, train_flops, datasheet_peak
+    from tpututor.flops import model_dims, train_flops, datasheet_peak
     conf = AutoConfig.from_pretrained(cfg.model, num_labels=cfg.n_outputs)
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(conf)   # its default attention: SDPA
@@ -177,7 +177,7 @@ def _ratios(ok, dev, b)->list:
 def record(file):
     "FILE into bench/results/gpu.md, the summary rows of bench/results/gpu.json, and the raw figures in gpu_runs.json"
     from common import RESULTS, table, _write
-    from tpututor.meter import datasheet_peak
+    from tpututor.flops import datasheet_peak
     rec = json.loads(Path(file).read_text())
     ok = [r for r in rec['results'] if 'error' not in r]
     dev = next(r['device'] for r in ok).removeprefix('CUDA:')

@@ -18,20 +18,20 @@ def child(name:str)->dict:
     "Run the folds of backend `name` in this process; resident MB after each fold"
     from tpututor.kfold import run_kfold, memory_mb
     from tpututor.config import TrainConfig
-    from tpututor.cli import default_data
+    from tpututor.commands.train import default_data
     from tpututor.encoding import load_tokenizer, encode
     if name == 'keras':
         from tpututor.devices.jax import virtual_jax; virtual_jax(1)
-    from tpututor.backends.base import get_backend
+    from tpututor.backends.registry import get_backend
     backend = get_backend(name, verbose=False)
     df, _ = default_data(ROWS, 100)
     cfg = TrainConfig(model=bench_model(), max_len=MAX_LEN, batch_size=BATCH, epochs=1)
     data = encode(load_tokenizer(cfg.model), df.text.tolist(), max_len=MAX_LEN)
     y = (df.label == 'fresh').to_numpy().astype('int64')
-    rss, free = [], backend.free
-    def free_and_measure(model=None):   # what run_kfold calls after each fold; then its own gc.collect
-        free(model); import gc; gc.collect(); rss.append(memory_mb()['rss_mb'])
-    backend.free = free_and_measure
+    rss, done_with = [], backend.done_with
+    def done_and_measure(model=None):   # what run_kfold calls after each fold; then its own gc.collect
+        done_with(model); import gc; gc.collect(); rss.append(memory_mb()['rss_mb'])
+    backend.done_with = done_and_measure
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d: run_kfold(backend, cfg, data, y, folds=FOLDS, out=d, verbose=False)
     return {'backend': name, 'rss_mb': rss, 'peak_mb': memory_mb()['peak_mb'], 'seconds': round(time.time() - t0, 1)}

@@ -1,4 +1,4 @@
-"""Predicting a test set with the 5 fold models of a k-fold run: `tpututor predict` (`tpututor.kfold.predict_run`, from
+"""Predicting a test set with the 5 fold models of a k-fold run: `tpututor predict` (`tpututor.predict.predict_run`, from
 the run directory alone) against what a user would otherwise call, the Hugging Face `pipeline` and `Trainer.predict`,
 each at its best on the same device: bfloat16 where the device has it, batches of the same size, the 5 folds'
 models loaded from disk one after the other, their probabilities averaged.
@@ -71,7 +71,7 @@ def _texts(d)->list:
     return pd.read_csv(Path(d)/'test.csv').text.tolist()
 
 def _tpututor(d, out, device):
-    from tpututor.kfold import predict_run
+    from tpututor.predict import predict_run
     return lambda: predict_run(Path(out)/'run', _texts(d), batch_size=BATCH, verbose=False)
 
 def _pipeline(d, out, device):

@@ -75,7 +75,7 @@ def model_path()->str:
 def data():
     "Training rows, held-out rows, and each training row's fold: the same for every contender"
     from tpututor.data import rotten_tomatoes
-    from tpututor.kfold import make_folds
+    from tpututor.folds import make_folds
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
     tr, te = rt.iloc[:N_TRAIN], rt.iloc[N_TRAIN:N_TRAIN + N_TEST]
     return tr, te, make_folds(len(tr), FOLDS, tr.label.values, seed=SCHEDULE['seed'])
@@ -153,7 +153,7 @@ def _kerashub(epochs, path, tr, te, fold):
 def _ours(name, epochs, path, tr, te, fold):
     "The k folds with a tpututor backend, kept over the folds as `run_kfold` keeps it, the run's buckets chosen once"
     import numpy as np
-    from tpututor.backends.base import get_backend
+    from tpututor.backends.registry import get_backend
     from tpututor.config import TrainConfig
     from tpututor.kfold import fixed_shapes, compile_cost
     from tpututor.encoding import encode, load_tokenizer
@@ -166,13 +166,13 @@ def _ours(name, epochs, path, tr, te, fold):
     cfg = fixed_shapes(cfg, enc, enc_te, fold, BATCH * be.replicas())
     y, out = tr.label.values, []
     for k in range(FOLDS):
-        stats = getattr(be, 'compile_stats', None)
+        stats = be.compile_stats if be.compile_stats() is not None else None   # eager torch compiles nothing
         c0, t0 = stats() if stats else None, time.perf_counter()
         model, hist = be.fit(cfg, enc[np.flatnonzero(fold != k)], y[fold != k])
         t1 = time.perf_counter()
         prob = be.predict(cfg, model, enc_te)
         comp = compile_cost(c0, stats())['compiles'] if stats else sum(hist.column('compiles'))
-        be.free(model)
+        be.done_with(model)
         out.append(dict(fold_s=time.perf_counter() - t0, train_s=float(sum(hist.column('seconds'))), build_s=t1 - t0 - float(sum(hist.column('seconds'))),
                         compiles=comp, prob=np.asarray(prob)))
     return out
@@ -180,7 +180,7 @@ def _ours(name, epochs, path, tr, te, fold):
 def run(name, epochs)->dict:
     "One k-fold run of contender `name` with `epochs` epochs in this process (its framework started): the clock and the scores"
     import numpy as np
-    from tpututor.kfold import score
+    from tpututor.folds import score
     tr, te, fold = data()
     path = model_path()
     t0 = time.perf_counter()

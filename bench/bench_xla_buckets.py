@@ -29,7 +29,7 @@ def main(n=512, max_len=128, buckets=4, batch=32, rounds=3):
     from tpututor.data import rotten_tomatoes
     from tpututor.encoding import encode, padding_report
     from tpututor.backends.xla import build_model, fit_model
-    from tpututor.torchcore import EncodedDataset, param_groups, task_loss, train_batches
+    from tpututor.backends.pytorch.base import EncodedDataset, param_groups, task_loss, train_batches
     from tpututor.devices.torch import AdamW
     from tpututor.devices.ops import count_compiles
 

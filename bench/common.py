@@ -32,7 +32,7 @@ def best_of(fn, repeat=3):
     return min(times), out
 
 def machine()->str:
-    from tpututor.meter import host_name
+    from tpututor.devices.ops import host_name
     return f'{host_name()}, Python {platform.python_version()}'
 
 def table(rows, cols)->str:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 def main(name, workdir):
-    if name == 'keras':   # the virtual TPU: eight JAX CPU devices, data parallel
-        from tpututor.devices.jax import virtual_jax; virtual_jax(8)
-    from tpututor.backends.base import get_backend, History, EPOCH_KEYS
+    from tpututor.backends.registry import get_backend, backend_class
+    backend_class(name).start_devices(8)   # keras: the virtual TPU, eight JAX CPU devices, data parallel
+    from tpututor.backends.base import Backend, History, EPOCH_KEYS
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
     from tpututor.testing import tiny_model_dir
@@ -24,7 +24,7 @@ def main(name, workdir):
     tr, va, pr = enc[:120], enc[120:160], enc[160:197]          # 37 rows to predict: a ragged last batch
     cfg = TrainConfig(model=str(tiny), n_outputs=2, max_len=32, batch_size=8, epochs=2, lr=1e-3, seed=0)
     be = get_backend(name, verbose=False)
-    out = {'replicas': be.replicas()}
+    out = {'replicas': be.replicas(), 'is_backend': isinstance(be, Backend)}
     model, hist = be.fit(cfg, tr, y[:120], va, y[120:160])
     out['history_type'] = type(hist).__name__
     out['epoch_keys'] = sorted(hist.records[0]) if hist.records else []
@@ -42,17 +42,17 @@ def main(name, workdir):
         be.save(model, Path(d)/'w.safetensors')
         m2 = be.load(cfg, Path(d)/'w.safetensors')
         out['save_load_same'] = bool(np.allclose(be.predict(cfg, m2, pr), p, atol=1e-5))
-        be.free(m2)
-    be.free(model)
+        be.done_with(m2)
+    be.done_with(model)
     model, _ = be.fit(cfg, tr, y[:120], va, y[120:160])         # the same seed again
     out['same_seed_same'] = float(np.abs(be.predict(cfg, model, pr) - p).max())
-    be.free(model)
+    be.done_with(model)
     cb = cfg.replace(buckets=2, epochs=1)                          # length buckets: still every row, in order
     model, _ = be.fit(cb, tr, y[:120])
     pb = be.predict(cb, model, pr)
     out['buckets_shape'] = list(pb.shape)
     out['buckets_input_order'] = bool(np.allclose(be.predict(cb, model, pr[perm]), pb[perm], atol=1e-5))
-    be.free(model)
+    be.done_with(model)
     try: be.fit(cfg, tr, np.full(120, 5)); out['bad_target'] = None
     except ValueError as e: out['bad_target'] = str(e)
     print('CONTRACT ' + json.dumps(out))

@@ -4,7 +4,8 @@ contract says they are the same (history keys, the error for a bad target)."""
 import json, subprocess, sys
 from pathlib import Path
 import pytest
-from tpututor.backends.base import BACKENDS, EPOCH_KEYS
+from tpututor.backends.base import EPOCH_KEYS
+from tpututor.backends.registry import backend_names
 from conftest import ROOT, clean_env
 
 class Reports(dict):
@@ -17,7 +18,7 @@ class Reports(dict):
         assert r.returncode == 0 and line, f'{name}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}'
         self[name] = json.loads(line[-1][len('CONTRACT '):])
         return self[name]
-    def every(self)->dict: return {name: self[name] for name in BACKENDS}
+    def every(self)->dict: return {name: self[name] for name in backend_names()}
 
 @pytest.fixture(scope='module')
 def reports(tmp_path_factory): return Reports(tmp_path_factory.mktemp('contract'))
@@ -26,9 +27,10 @@ def test_every_backend_is_checked(reports):
     # the baseline, Keras 3/JAX, TensorFlow and PyTorch/XLA at least
     assert {'bow', 'keras', 'tf', 'xla'} <= set(reports.every()), sorted(reports)
 
-@pytest.mark.parametrize('name', list(BACKENDS))
+@pytest.mark.parametrize('name', backend_names())
 def test_contract(reports, name):
     r = reports[name]
+    assert r['is_backend'], f"{name} is not a tpututor.backends.Backend"
     assert r['history_type'] == 'History'
     assert r['epoch_keys'] == sorted(EPOCH_KEYS)
     assert r['epochs'] == list(range(1, len(r['epochs']) + 1))        # epochs counted from 1

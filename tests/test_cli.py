@@ -44,9 +44,13 @@ def bad_cases(d):
         ModernBertConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2).save_pretrained(d/'modernbert')
     return {
         'missing file':       (['--data', d/'nope.csv'], 'nope.csv does not exist'),
-        'a folder':           (['--data', d/'adir'], 'is a folder; give a CSV file'),
-        'unreadable bytes':   (['--data', write(d, 'bin.csv', b'text,label\n\xff\xfe\x00bad,1\n')], 'cannot be read as CSV'),
+        'a folder':           (['--data', d/'adir'], 'is a folder; give a file (.csv, .tsv, .parquet, .jsonl)'),
+        'unreadable bytes':   (['--data', write(d, 'bin.csv', b'text,label\n\xff\xfe\x00bad,1\n')], 'cannot be read as csv'),
         'empty csv':          (['--data', write(d, 'empty.csv', '')], 'empty.csv is empty'),
+        'a spreadsheet':      (['--data', write(d, 'train.xlsx', b'PK')], '.xlsx is not a format tpututor reads'),
+        'broken parquet':     (['--data', write(d, 'bad.parquet', b'not parquet')], 'bad.parquet cannot be read as parquet'),
+        'NaN texts (jsonl)':  (['--data', write(d, 'nantext.jsonl', nan_text.to_json(orient='records', lines=True))],
+                               "column 'text': 2 row(s) are missing or not text (rows [3, 7]"),
         'header only':        (['--data', write(d, 'header.csv', 'text,label\n')], 'has a header but no rows'),
         'missing column':     (['--data', d/'train.csv', '--text', 'review'], "has no column(s) ['review']"),
         'NaN texts':          (['--data', write(d, 'nantext.csv', nan_text)], "column 'text': 2 row(s) are missing or not text (rows [3, 7]"),

@@ -29,8 +29,8 @@ def test_readme_is_built_from_index():
     assert (ROOT/'README.md').read_text() == readme(NBS/'index.ipynb'), 'README.md is stale: run python tools/make_readme.py'
 
 # Modules that exist to drive a framework may import it at the top; every other module must not.
-FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'torchcore', 'devices.jax', 'devices.tf',
-                     'devices.torch', 'devices.xla'}
+FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'backends.pytorch.base',
+                     'devices.jax', 'devices.tf', 'devices.torch', 'devices.xla'}
 
 def test_import_loads_no_framework():
     "`import tpututor` and every framework-free module must not load TensorFlow, torch or transformers"
@@ -312,7 +312,7 @@ def test_changed_maps_files_to_tests():
     # the tf cases alone
     assert not {'tests/test_backends.py', 'tests/test_resume.py', 'tests/test_project.py'} & set(tf), tf
     config = targets(['tpututor/config.py'])   # every backend imports it: the contract, each backend's notebook, the CLI's tests
-    assert {nb('04_config.ipynb'), nb('backends/02_keras.ipynb'), nb('09_torchcore.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
+    assert {nb('04_config.ipynb'), nb('backends/02_keras.ipynb'), nb('backends/02a_pytorch.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
     assert {'tpututor.backends.keras', 'tpututor.cli', 'tpututor.kfold'} <= importers('tpututor.config')
     got = targets(['tpututor/data.py', 'tests/test_cli.py', 'tests/contract_probe.py', 'bench/bench_memory.py', 'tools/docs/build.py'])
     assert {nb('01_data.ipynb'), 'tests/test_cli.py', 'tests/test_backends.py', 'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got

@@ -96,9 +96,9 @@ BY_BACKEND = {'tests/test_backends.py': ['test_contract'], 'tests/test_resume.py
 
 def backend_of(mod:str)->str|None:
     "The backend whose module `mod` is ('tpututor.backends.keras' -> 'keras'), else None"
-    from tpututor.backends.base import BACKENDS
+    from tpututor.backends.registry import backend_names
     name = mod.removeprefix('tpututor.backends.')
-    return name if mod.startswith('tpututor.backends.') and name in BACKENDS else None
+    return name if mod.startswith('tpututor.backends.') and name in backend_names() else None
 
 def module_targets(mod:str, graph=None)->list:
     "Every test a change to module `mod` can break"
@@ -107,7 +107,8 @@ def module_targets(mod:str, graph=None)->list:
     out += [str(t.relative_to(ROOT)) for t in tests
             if t.name not in ('test_notebooks.py', 'test_project.py')   # notebooks: above
             and any(re.search(rf'{re.escape(m)}\b', t.read_text()) for m in mods)]
-    if 'tpututor.cli' in mods: out += ['tests/test_cli.py', 'tests/test_resume.py']   # they run the `tpututor` command
+    if any(m == 'tpututor.cli' or m.startswith('tpututor.commands') for m in mods):   # they run the `tpututor` command
+        out += ['tests/test_cli.py', 'tests/test_resume.py']
     if any('.backends.' in m or m == 'tpututor.backends' for m in mods): out.append('tests/test_backends.py')
     if (name := backend_of(mod)):   # one backend changed: its own case of each test that runs every backend
         resumed = re.search(r"parametrize\('backend', \[([^]]*)\]",

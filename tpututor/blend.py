@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .tasks import get_task
-from .kfold import score, MAIN_METRIC, predictions_table, submission
+from .folds import score, MAIN_METRIC
+from .predict import predictions_table, submission
 from .rundir import read_json, load_array, save_array, write_json, write_csv
 
 # %% auto #0
@@ -311,7 +312,7 @@ def predict_blend(
     **kwargs,        # for `predict_run`: base, precision, batch_size, verbose
 )->np.ndarray:       # the blended predictions, one row per text
     "Predict `texts` with every run of a blend, from the run directories alone, and blend them with its weights"
-    from tpututor.kfold import predict_run
+    from tpututor.predict import predict_run
     ws, out = blend_weights(blend_json, runs), 0
     for r, w in zip(runs, ws):
         if w == 0: continue   # a run the blend gave no weight: not predicted at all

@@ -1,4 +1,4 @@
-"""The training configuration shared by the CLI, the k-fold layer and every backend, checked once when it is built, and the inputs they pass around
+"""The training configuration shared by the CLI, the k-fold run and every backend, checked once when it is built, and the inputs they pass around
 
 Docs: https://tpututor.github.io/tpututor/config.html.md"""
 
@@ -11,12 +11,12 @@ from dataclasses import dataclass, asdict
 from typing import Union
 import numpy as np
 from .encoding import Encoded, choose_buckets, assign_buckets
-from .meter import train_flops
+from .flops import train_flops
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'KERAS_ONLY', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
+__all__ = ['PRECISIONS', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
            'check_options', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
            'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
@@ -115,20 +115,23 @@ def check_fields(
     need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
 
 # %% ../nbs/04_config.ipynb #79e0440f
-# fields only the keras backend acts on, with the value that turns each off
-KERAS_ONLY = dict(lora=0, model_parallel=1)
+# settings only some backends act on (`Backend.options`), with the value that turns each off
+OPTIONAL = dict(lora=0, model_parallel=1)
 
 def check_options(
     cfg:TrainConfig,   # the run's config
     backend:str,       # the backend's name
 ):
-    "Refuse settings that `backend` would ignore, naming the one that acts on them"
-    bad = [f"{k}={getattr(cfg, k)}" for k, off in KERAS_ONLY.items() if getattr(cfg, k) != off]
-    bad += ["precision='pure_bf16'"] if cfg.precision == 'pure_bf16' else []
-    if bad and backend != 'keras':
-        raise ValueError(
-            f"{' and '.join(bad)} act in the keras backend only (KerasHub's LoRA, Keras' data x model mesh, "
-                         f"bfloat16 weights), not in {backend!r}: use backend 'keras', or leave them out")
+    "Refuse settings that `backend` would ignore, naming the backends that act on them"
+    from tpututor.backends.registry import backend_names, backend_class
+    asked = {k: f"{k}={getattr(cfg, k)}" for k, off in OPTIONAL.items() if getattr(cfg, k) != off}
+    if cfg.precision == 'pure_bf16': asked['pure_bf16'] = "precision='pure_bf16'"
+    acts = lambda b: set(getattr(backend_class(b), 'options', ())) if b in backend_names() else set()
+    bad = [k for k in asked if k not in acts(backend)]
+    if not bad: return
+    who = ' or '.join(repr(b) for b in backend_names() if set(bad) <= acts(b)) or 'none'
+    raise ValueError(f"{' and '.join(asked[k] for k in bad)} act{'s' if len(bad) == 1 else ''} only in backend "
+                     f"{who}, not in {backend!r}: use {who}, or leave them out")
 
 # %% ../nbs/04_config.ipynb #b71edc00
 def check_run(

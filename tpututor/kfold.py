@@ -6,199 +6,24 @@ Docs: https://tpututor.github.io/tpututor/kfold.html.md"""
 
 # %% ../nbs/10_kfold.ipynb #ed04d24c
 from __future__ import annotations
-import contextlib, gc, hashlib, json, shutil, time
+import contextlib, gc, hashlib, shutil, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
 from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run
-from .tasks import TASK_TABLE, get_task
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .backends.base import History
-from .meter import mfu_text
+from .flops import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold)
+from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_METRIC
+from .models.checkpoint import checkpoint_hash
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'WEIGHT_FILES', 'COMPILE_KEYS', 'FRAMEWORK_OF', 'NO_BF16', 'make_folds',
-           'text_keys', 'fold_leaks', 'leak_text', 'check_leaks', 'leak_score', 'quiet', 'run_meta', 'run_folds',
-           'score', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'checkpoint_files', 'checkpoint_hash',
-           'keep_model', 'keep_preset', 'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost',
-           'compile_text', 'train_fold', 'fold_record', 'fold_line', 'fold_row', 'finish_run', 'run_kfold', 'plot_run',
-           'predictions_table', 'submission', 'predict_precision', 'attach_base', 'predict_config', 'encode_texts',
-           'fold_weights', 'predict_run']
-
-# %% ../nbs/10_kfold.ipynb #85c07b82
-FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')
-
-def make_folds(
-    n:int,               # number of training rows
-    k:int=5,             # number of folds
-    y=None,              # class ids (for stratified folds)
-    groups=None,         # group of each row (for grouped folds)
-    # 'stratified', 'kfold', 'group', or 'auto' (group if groups, stratified if class ids, else kfold)
-    kind:str='auto',
-    seed:int=42,         # shuffling seed
-)->np.ndarray:           # fold id (0..k-1) of every row
-    "Assign every row to one of `k` validation folds with scikit-learn"
-    from sklearn.model_selection import KFold, StratifiedKFold, GroupKFold, StratifiedGroupKFold
-    if kind not in FOLD_KINDS: raise ValueError(f"fold kind {kind!r} is not one of {', '.join(FOLD_KINDS)}")
-    if not isinstance(k, int) or k < 2: raise ValueError(f"folds must be an integer >= 2, got {k!r}")
-    if n < k: raise ValueError(f"{n} training rows cannot make {k} folds: use at most {n} folds, or more data")
-    y = None if y is None else np.asarray(y)
-    classes = y is not None and y.ndim == 1 and y.dtype.kind in 'biu'
-    if kind == 'auto': kind = 'group' if groups is not None else 'stratified' if classes else 'kfold'
-    if kind == 'stratified' and not classes: raise ValueError("stratified folds need one integer class id per row (y)")
-    if kind == 'group' and groups is None: raise ValueError("grouped folds need `groups`")
-    if kind in ('stratified', 'group') and classes:
-        vals, counts = np.unique(y, return_counts=True)
-        if len(vals) < 2:
-            raise ValueError(
-                f"the labels have a single class ({vals[0]!r}): there is nothing to learn; check the label column")
-        if kind == 'stratified' and counts.min() < k:
-            small = [(v.item(), c.item()) for v, c in zip(vals, counts) if c < k]
-            raise ValueError(
-                f"class(es) {small} (class, rows) have fewer rows than the {k} folds, so some fold would have none: "
-                             "use fewer folds, or merge or drop the rare classes")
-    if kind == 'group':
-        ng = len(np.unique(np.asarray(groups)))
-        if ng < k: raise ValueError(f"{ng} groups cannot make {k} folds: use at most {ng} folds")
-        splitter = (StratifiedGroupKFold if classes else GroupKFold)(k, shuffle=True, random_state=seed)
-        splits = splitter.split(np.zeros(n), y if classes else None, groups)
-    elif kind == 'stratified': splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(n), y)
-    else: splits = KFold(k, shuffle=True, random_state=seed).split(np.zeros(n))
-    fold = np.full(n, -1, dtype=np.int64)
-    for i, (_, valid) in enumerate(splits): fold[valid] = i
-    return fold
-
-# %% ../nbs/10_kfold.ipynb #68933f76
-LEAK_SHARE = 0.01   # rows whose text is also in another fold, as a share of the training rows, above which a run warns
-
-def text_keys(
-    data:Inputs|None=None, # token arrays: an `Encoded` or a pair (used when `texts` is None)
-    texts=None,            # the texts: a list of strings, or a pair (two lists)
-)->np.ndarray:             # int64, one per row: equal for rows with equal text (both texts, for a pair)
-    "An integer per row naming its text, from the raw texts or else from the token rows"
-    if texts is not None:
-        pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
-        keys = pd.MultiIndex.from_arrays([list(t) for t in texts]) if pair else pd.Series(list(texts))
-        return pd.factorize(keys)[0].astype(np.int64)
-    rows = np.hstack([e.input_ids for e in ([data] if isinstance(data, Encoded) else data)])
-    flat = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    return np.unique(flat, return_inverse=True)[1].astype(np.int64).ravel()
-
-# %% ../nbs/10_kfold.ipynb #dfafe668
-def fold_leaks(
-    keys:np.ndarray,   # `text_keys` of every training row
-    fold:np.ndarray,   # each row's fold
-)->dict:               # rows, texts, share, and `leaked`: a boolean per row
-    "The rows whose text is also in another fold"
-    folds_of = pd.Series(fold).groupby(keys).nunique()
-    leaked = np.isin(keys, folds_of.index[folds_of > 1])
-    return {'rows': int(leaked.sum()), 'texts': int((folds_of > 1).sum()),
-            'share': float(leaked.mean()), 'leaked': leaked}
-
-# %% ../nbs/10_kfold.ipynb #eb3952fc
-def leak_text(leak:dict, n:int)->str:
-    "The warning a run logs when too many rows share their text with another fold"
-    return (
-        f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another "
-        f"fold ({leak['texts']:,} texts): the out-of-fold score counts them as unseen, so it overstates the score on "
-        f"new text. Keep equal texts in one fold: --group text (Python: groups='text'), or --group COLUMN for a column "
-        f"that ties rows together (a question, a user, a thread)")
-
-# %% ../nbs/10_kfold.ipynb #bcb2bd72
-def check_leaks(
-    out,               # the run directory (its log), or None: print only
-    keys:np.ndarray,   # `text_keys` of the training rows
-    fold:np.ndarray,   # their folds
-    verbose:bool=True, # print the warning too
-)->dict|None:          # `fold_leaks` when over `LEAK_SHARE`, else None
-    "Count the rows whose text is also in another fold, before training; warn above `LEAK_SHARE`"
-    leak = fold_leaks(keys, fold)
-    if leak['share'] <= LEAK_SHARE: return None
-    if out is not None: log(out, leak_text(leak, len(keys)), verbose)
-    elif verbose: print(leak_text(leak, len(keys)))
-    return leak
-
-# %% ../nbs/10_kfold.ipynb #43c69a4a
-def leak_score(task:str, yt, oof, covered, leak:dict|None, out=None,
-               verbose:bool=True)->dict|None: # the leak, for metrics.json
-    "The leak's counts, with the out-of-fold score of the rows whose text is in one fold only (the honest one), logged"
-    if not leak: return None
-    rec = {k: v for k, v in leak.items() if k != 'leaked'}
-    clean = covered & ~leak['leaked']
-    if get_task(task).targets is None or clean.sum() < 2: return rec
-    try: rec['oof_without_leaked'] = score(task, yt[clean], oof[clean])
-    except ValueError: return rec   # e.g. one class left among those rows: no AUC
-    if out is not None:
-        log(out,
-            f"out-of-fold on the {int(clean.sum()):,} rows whose text is in one fold only: {rec['oof_without_leaked']}",
-            verbose)
-    return rec
-
-# %% ../nbs/10_kfold.ipynb #f7fc56dd
-@contextlib.contextmanager
-def quiet(backend, verbose:bool):
-    """Inside the block, a backend with a `verbose` switch prints nothing when `verbose` is False (its epoch lines
-    included)"""
-    old = getattr(backend, 'verbose', None)
-    if old is not None and not verbose: backend.verbose = False
-    try: yield backend
-    finally:
-        if old is not None: backend.verbose = old
-
-# %% ../nbs/10_kfold.ipynb #2042f43e
-def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
-             texts=None, ids=None, test_texts=None)->dict: # run.json
-    """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
-    `run_fingerprint`"""
-    return {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind,
-            'backend': backend, 'data': fingerprint(train, yt),
-            'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
-            'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts,
-                                           None if test is None else n_rows(test))}
-
-# %% ../nbs/10_kfold.ipynb #ab40d9aa
-def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
-              fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
-    """Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows,
-    resumed folds)"""
-    # a multi-host run: process 0 alone reads and writes the run directory
-    main = getattr(backend, 'is_main', True)
-    agree = getattr(backend, 'agree', lambda v: v)     # ... and tells the other hosts which folds are done
-    n, oof, tests, scores, resumed = n_rows(train), None, [], [], []
-    for i in todo:
-        fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
-        if agree(bool(main and fold_done(fd))):
-            if not main: continue
-            done, p_va, p_te = load_fold(fd, len(va), test is not None)
-            resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
-        else:
-            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
-            if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
-            t0 = time.time()
-            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
-            # the other hosts trained and predicted in step; process 0 keeps the results
-            if not main: continue
-            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
-            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
-        if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
-        oof[va] = p_va
-        if p_te is not None: tests.append(p_te)
-        scores.append(fold_row(i, done, bool(stats)))
-    return oof, tests, scores, resumed
-
-# %% ../nbs/10_kfold.ipynb #d2eea497
-MAIN_METRIC = {t.name: t.main for t in TASK_TABLE}
-
-def score(
-    task:str,   # one of tpututor.tasks.TASKS
-    y,          # targets (class ids, or (n, k) floats); ignored for ranking
-    pred,       # predictions: probabilities (n, classes), values (n, k), or ranking scores (n, 2) of (more, less)
-)->dict:        # metric name -> value
-    "The task's metrics for predictions `pred` against targets `y`"
-    return get_task(task).metrics(y, pred)
+__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'run_meta', 'memory_mb', 'KFoldResult', 'keep_model', 'keep_preset',
+           'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold',
+           'fold_record', 'fold_line', 'fold_row', 'quiet', 'run_folds', 'finish_run', 'run_kfold', 'plot_run']
 
 # %% ../nbs/10_kfold.ipynb #bf862145
 def fingerprint(data:Inputs, y=None)->str:
@@ -237,6 +62,17 @@ def run_fingerprint(
             'texts': _digest(texts) if texts is not None else None, 'folds': _digest(fold),
             'test': None if n_test is None else _digest(np.int64(n_test), test_texts)}
 
+# %% ../nbs/10_kfold.ipynb #2042f43e
+def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
+             texts=None, ids=None, test_texts=None)->dict: # run.json
+    """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
+    `run_fingerprint`"""
+    return {'config': asdict(cfg), 'folds': folds, 'fold_kind': fold_kind,
+            'backend': backend, 'data': fingerprint(train, yt),
+            'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
+            'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts,
+                                           None if test is None else n_rows(test))}
+
 # %% ../nbs/10_kfold.ipynb #7139e948
 def memory_mb()->dict:
     "Resident memory of this process now and at its peak, in MB (Linux /proc)"
@@ -259,50 +95,11 @@ class KFoldResult:
     # rows whose text is also in another fold (`fold_leaks`), when over `LEAK_SHARE`; with the score of the other rows
     leak: dict|None = None
 
-# %% ../nbs/10_kfold.ipynb #4c6e38fe
-WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json',
-                'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
-
-def checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
-    """The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if
-    need be)"""
-    from tpututor.models.checkpoint import checkpoint
-    from tpututor.models.hub import hub_file
-    ck = checkpoint(model)
-    get = (lambda f: Path(ck.path)/f) if ck.local else (lambda f: Path(hub_file(ck.path, f)))
-    files = [get('config.json')]
-    for w in WEIGHT_FILES:
-        try: p = get(w)
-        except Exception: continue   # not in this hub repository
-        if not p.exists(): continue
-        files.append(p)
-        if w.endswith('.index.json'):
-            files += [get(s) for s in sorted(set(json.loads(p.read_text())['weight_map'].values()))]
-        break
-    return files
-
-# %% ../nbs/10_kfold.ipynb #39b0ad06
-def _sample(path:Path, h, samples:int=16, size:int=1 << 16):
-    "Feed `h` a file's size, a safetensors header whole, and `samples` evenly spaced blocks of its bytes"
-    n = path.stat().st_size; h.update(f'{path.name}\x00{n}\x00'.encode())
-    with open(path, 'rb') as f:
-        if n <= samples * size: h.update(f.read()); return
-        if path.suffix == '.safetensors': head = int.from_bytes(f.read(8), 'little'); h.update(f.read(min(head, n - 8)))
-        for i in range(samples): f.seek(i * (n - size) // (samples - 1)); h.update(f.read(size))
-
-# %% ../nbs/10_kfold.ipynb #683919ca
-def checkpoint_hash(model)->str: # 16 hex digits
-    "A hash of a checkpoint's config and weights files that tells one checkpoint from another without reading gigabytes"
-    files = checkpoint_files(model)
-    if len(files) < 2: raise FileNotFoundError(f"{model}: no weights file ({', '.join(WEIGHT_FILES)}) to hash")
-    h = hashlib.sha256()
-    for p in files: _sample(p, h)
-    return h.hexdigest()[:16]
-
 # %% ../nbs/10_kfold.ipynb #f5b2cf63
 def keep_model(
     folder,           # where to write (the run's model/)
     cfg:TrainConfig,  # the run (model, lora)
+    whole:bool=True,  # the fold weights hold the whole network (False: predicting attaches the base, as for LoRA)
 )->dict:              # what predict.json says of the model
     """The model's config.json and the tokenizer the run encodes with, into `folder`; a LoRA run's base checkpoint
     named and hashed"""
@@ -316,8 +113,8 @@ def keep_model(
     try: tok = load_tokenizer(cfg.model)
     except Exception as e: info.update(tokenizer=None, why_no_tokenizer=f"{type(e).__name__}: {e}")
     else: atomic_write(folder/'tokenizer.json', lambda t: tok.save(str(t)))
-    # adapters and head only: the base must be attached
-    if cfg.lora: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}
+    # adapters and head only, or a head on a frozen encoder: the base must be attached
+    if cfg.lora or not whole: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}
     return info
 
 # %% ../nbs/10_kfold.ipynb #fbd06270
@@ -339,6 +136,7 @@ def keep_for_predict(
     y=None,             # the training targets (`check_targets`), kept for blending
     classes=None,       # class names in class-id order
     backend:str='',     # the backend's name
+    whole:bool=True,    # the backend's fold weights hold the whole network (`Backend.whole_model`)
 )->dict:                # predict.json
     "What predicting and blending need besides the fold weights: model/, targets.npy and predict.json"
     out = Path(out)
@@ -347,7 +145,7 @@ def keep_for_predict(
            'classes': None if classes is None else [str(c) for c in classes],
            'backend': backend, 'max_len': cfg.max_len, 'buckets': cfg.buckets, 'bucket_lengths': cfg.bucket_lengths,
            'precision': cfg.precision, 'model_parallel': cfg.model_parallel,
-           'lora': cfg.lora, **keep_model(out/'model', cfg)}
+           'lora': cfg.lora, **keep_model(out/'model', cfg, whole)}
     write_json(out/'predict.json', kit)
     return kit
 
@@ -413,16 +211,18 @@ def train_fold(
     fd:Path,                   # the fold's folder (its weights are written there)
     stats=None,                # f() -> the backend's compile counts, or None
 )->tuple:                      # (validation predictions, test predictions or None, history, compile cost)
-    "Train one fold's model on the other folds' rows, predict its own rows and the test rows, save its weights, free it"
+    """Train one fold's model on the other folds' rows, predict its own rows and the test rows, save its weights, let
+    it go"""
     tr = np.setdiff1d(np.arange(n_rows(train)), va)
     c0 = stats() if stats else None
     model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr],
                               take(train, va), None if yt is None else yt[va])
     p_va = backend.predict(cfg, model, take(train, va))
     p_te = backend.predict(cfg, model, test) if test is not None else None
+    fd.mkdir(parents=True, exist_ok=True)   # the folder is there to save into
     backend.save(model, fd/'weights.safetensors')
     cost = compile_cost(c0, stats()) if stats else {}   # what this fold compiled: training, validation and prediction
-    backend.free(model); del model; gc.collect()
+    backend.done_with(model); del model; gc.collect()
     return p_va, p_te, hist, cost
 
 # %% ../nbs/10_kfold.ipynb #e934be0a
@@ -444,6 +244,47 @@ def fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's f
     return {'fold': i, **done['score'],
             **{k: done.get(k) for k in ('seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'rss_mb')},
             **{k: done.get(k) for k in COMPILE_KEYS if compiled or k in done}}
+
+# %% ../nbs/10_kfold.ipynb #f7fc56dd
+@contextlib.contextmanager
+def quiet(backend, verbose:bool):
+    """Inside the block, a backend with a `verbose` switch prints nothing when `verbose` is False (its epoch lines
+    included)"""
+    old = getattr(backend, 'verbose', None)
+    if old is not None and not verbose: backend.verbose = False
+    try: yield backend
+    finally:
+        if old is not None: backend.verbose = old
+
+# %% ../nbs/10_kfold.ipynb #ab40d9aa
+def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
+              fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
+    """Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows,
+    resumed folds)"""
+    # a multi-host run: process 0 alone reads and writes the run directory
+    main = backend.is_main
+    agree = backend.agree     # ... and tells the other hosts which folds are done
+    n, oof, tests, scores, resumed = n_rows(train), None, [], [], []
+    for i in todo:
+        fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
+        if agree(bool(main and fold_done(fd))):
+            if not main: continue
+            done, p_va, p_te = load_fold(fd, len(va), test is not None)
+            resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
+        else:
+            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
+            if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
+            t0 = time.time()
+            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
+            # the other hosts trained and predicted in step; process 0 keeps the results
+            if not main: continue
+            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
+            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
+        if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
+        oof[va] = p_va
+        if p_te is not None: tests.append(p_te)
+        scores.append(fold_row(i, done, bool(stats)))
+    return oof, tests, scores, resumed
 
 # %% ../nbs/10_kfold.ipynb #8a051169
 def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list,
@@ -485,7 +326,7 @@ def run_kfold(
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
     # a family this backend cannot run, or options it would ignore: refused before any work
-    check_run(cfg, getattr(backend, 'name', ''))
+    check_run(cfg, backend.name)
     n = n_rows(train); yt = check_targets(cfg, y, n); keys = text_keys(train, texts)
     if isinstance(groups, str):
         if groups != 'text':
@@ -493,18 +334,19 @@ def run_kfold(
                 f"groups={groups!r}: give a group per training row, or 'text' to keep equal texts in one fold")
         groups = keys
     fold = make_folds(n, folds, yt if cfg.spec.targets == 'classes' else None, groups, fold_kind, cfg.seed)
-    main, run_cfg = getattr(backend, 'is_main', True), cfg
+    main, run_cfg = backend.is_main, cfg
     # every fold pads to lengths fold 0 used
     cfg = fixed_shapes(cfg, train, test, fold,
-                       cfg.batch_size * getattr(backend, 'replicas', lambda: 1)() * cfg.grad_accum)
+                       cfg.batch_size * backend.replicas() * cfg.grad_accum)
     leak = None
     if main:
         open_run(out, run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts),
                  overwrite)
-        save_array(out/'folds.npy', fold); keep_for_predict(out, cfg, yt, classes, backend.name)
+        save_array(out/'folds.npy', fold); keep_for_predict(out, cfg, yt, classes, backend.name, backend.whole_model)
         leak = check_leaks(out, keys, fold, verbose)
     todo = range(folds) if only_folds is None else sorted(only_folds)
-    stats = getattr(backend, 'compile_stats', None)   # a backend that counts its compiles (JAX, torch_xla)
+    # a backend that counts its compiles (JAX, torch_xla, torch.compile): a reading of them
+    stats = backend.compile_stats if backend.compile_stats() is not None else None
     if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
     with quiet(backend, verbose):
         oof, tests, scores, resumed = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose)
@@ -533,179 +375,3 @@ def plot_run(out)->Path:
     ax.set_ylabel(key); ax.set_title('Score per fold'); ax.legend(); fig.tight_layout()
     atomic_write(out/'folds.png', lambda t: fig.savefig(t, format='png', dpi=90)); plt.close(fig)
     return out/'folds.png'
-
-# %% ../nbs/10_kfold.ipynb #1dd85553
-def predictions_table(
-    task:str,            # the run's task
-    pred:np.ndarray,     # test predictions: probabilities (n, classes), values (n, k), or scores (n, 1)
-    ids,                 # one id per row
-    id_col:str='id',     # name of the id column
-    label_cols=('label',), # the user's label column(s)
-    classes=None,        # class names, in class-id order (classification; default '0', '1', ...)
-)->pd.DataFrame:
-    "Predictions as a table in the user's own terms: class names and a probability column per class, or named targets"
-    pred = np.asarray(pred); ids = list(ids); label_cols = list(label_cols)
-    if len(ids) != len(pred): raise ValueError(f"{len(ids)} ids but {len(pred)} predictions")
-    spec = get_task(task)
-    if spec.targets == 'classes':
-        classes = [str(c) for c in (classes if classes is not None else range(pred.shape[1]))]
-        if len(classes) != pred.shape[1]:
-            raise ValueError(f"{len(classes)} class names for {pred.shape[1]} probability columns")
-        df = pd.DataFrame({label_cols[0]: np.asarray(classes, dtype=object)[pred.argmax(1)]})
-        for j, c in enumerate(classes): df[f'prob_{c}'] = pred[:, j]
-    elif spec.targets is None: df = pd.DataFrame({'score': pred[:, 0]})
-    else:
-        if len(label_cols) != pred.shape[1]:
-            raise ValueError(f"{len(label_cols)} label column(s) {label_cols} for {pred.shape[1]} predicted targets")
-        df = pd.DataFrame(pred, columns=label_cols)
-    df.insert(0, id_col, ids)
-    return df
-
-# %% ../nbs/10_kfold.ipynb #924f6b76
-def submission(
-    pred:np.ndarray,         # averaged test predictions (n, outputs)
-    ids,                     # test ids, one per row
-    sample:pd.DataFrame,     # the competition's sample submission (its columns, order and types are used)
-    task:str='classification', # the run's task
-    classes=None,            # class names in class-id order (default '0', '1', ...)
-)->pd.DataFrame:
-    "A submission DataFrame in the shape of `sample`"
-    pred = np.asarray(pred); ids = list(ids)
-    if len(ids) != len(pred): raise ValueError(f"{len(ids)} ids but {len(pred)} predictions")
-    id_col, targets = sample.columns[0], list(sample.columns[1:])
-    if not targets:
-        raise ValueError(
-            f"the sample submission has only one column ({id_col!r}); it needs an id column and target column(s)")
-    df = pd.DataFrame({id_col: ids})
-    if get_task(task).targets == 'classes':
-        names = [str(c) for c in (classes if classes is not None else range(pred.shape[1]))]
-        col = sample[targets[0]]
-        if sorted(map(str, targets)) == sorted(names):
-            for t in targets: df[t] = pred[:, names.index(str(t))]
-            return df
-        if len(targets) == 1 and (col.dtype.kind in 'biuO' or col.dtype == bool):
-            chosen = pd.Series(np.asarray(names, dtype=object)[pred.argmax(1)])
-            try: df[targets[0]] = chosen.astype(col.dtype) if col.dtype.kind != 'O' else chosen
-            except (ValueError, TypeError):
-                raise ValueError(f"the sample submission's {targets[0]!r} column holds {col.dtype} values, but the "
-                                 f"classes are {names}") from None
-            return df
-        if len(targets) == 1 and col.dtype.kind == 'f' and pred.shape[1] == 2:
-            df[targets[0]] = pred[:, 1]; return df
-    if pred.shape[1] != len(targets):
-        raise ValueError(
-            f"the sample submission has {len(targets)} target column(s) {targets}, but there are {pred.shape[1]} "
-            f"prediction column(s)")
-    for j, t in enumerate(targets): df[t] = pred[:, j]
-    return df
-
-# %% ../nbs/10_kfold.ipynb #df240767
-# the framework whose device a backend predicts on
-FRAMEWORK_OF = {'keras': 'jax', 'torch': 'torch', 'xla': 'torch_xla', 'tf': 'tensorflow'}
-NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
-
-def predict_precision(
-    backend:str,       # the backend's name
-    trained:str,       # the precision the run trained in
-    asked:str='auto',  # 'auto', or a precision to use as it is
-)->str:
-    "The precision to predict in: bf16 where the device computes in it, fp16 on a GPU without it, fp32 on a CPU"
-    if asked != 'auto': return asked
-    if backend not in FRAMEWORK_OF or trained == 'pure_bf16': return trained   # bag of tokens; weights stored in bf16
-    from tpututor.devices.ops import device_kind
-    kind = device_kind(FRAMEWORK_OF[backend])
-    if kind.startswith('TPU'): return 'bf16'
-    if kind.startswith(('CUDA', 'GPU')):
-        return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and backend != 'xla' else 'bf16'
-    return 'fp32'
-
-# %% ../nbs/10_kfold.ipynb #84f9c309
-def attach_base(
-    kit:dict,    # predict.json of a LoRA run
-    base=None,   # the attached base checkpoint's folder (default: the name the run trained from)
-)->str:          # the checkpoint to build the model from
-    "A LoRA run's base checkpoint, checked against the hash the run recorded"
-    want = kit['base']; where = str(base or want['name'])
-    attach = (
-        f"this LoRA run keeps only its adapters and head: attach its base checkpoint {want['name']!r} (hash "
-        f"{want['hash']}) and pass its folder with --base (Python: base=)")
-    try: got = checkpoint_hash(where)
-    # ConnectionError is an OSError
-    except (OSError, ValueError) as e: raise ValueError(f"{attach}; {where!r} cannot be read ({e})") from None
-    if got != want['hash']:
-        raise ValueError(
-            f"--base {where}: its hash is {got}, not {want['hash']}, that of {want['name']!r}, which the run was "
-            f"trained on. {attach}")
-    return where
-
-# %% ../nbs/10_kfold.ipynb #3a6aa192
-def predict_config(
-    run,                   # a run directory
-    base=None,             # a LoRA run's base checkpoint folder (`attach_base`)
-    precision:str='auto',  # `predict_precision`'s `asked`
-    batch_size:int|None=None, # rows per device at prediction (default: the run's)
-)->TrainConfig:
-    """The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the
-    precision for this device"""
-    run = Path(run); meta = read_json(run/'run.json')
-    kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
-    cfg = TrainConfig.from_dict(meta['config'])
-    ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
-    if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
-    if kit.get('base'): ch['model'] = attach_base(kit, base)
-    # a run from an older tpututor: its model as it was
-    elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')
-    if batch_size: ch['eval_batch_size'] = batch_size
-    return cfg.replace(**ch)
-
-# %% ../nbs/10_kfold.ipynb #97015e7e
-def encode_texts(tok, texts, cfg:TrainConfig)->Inputs:
-    "Texts as the run encodes them: one list, or a pair (two encoders for a pair task, one sequence otherwise)"
-    from tpututor.encoding import encode
-    pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
-    if not pair: return encode(tok, texts, max_len=cfg.max_len)
-    if cfg.pair: return (encode(tok, texts[0], max_len=cfg.max_len), encode(tok, texts[1], max_len=cfg.max_len))
-    return encode(tok, texts[0], texts[1], max_len=cfg.max_len)
-
-# %% ../nbs/10_kfold.ipynb #112254bc
-def fold_weights(run)->list: # each finished fold's weights file, in fold order
-    "The weights of every fold of a finished run; refused, saying how to finish it, when a fold is missing"
-    run = Path(run)
-    if not (run/'run.json').exists(): raise ValueError(f"{run} is not a tpututor run directory (no run.json)")
-    k = read_json(run/'run.json')['folds']
-    done = [run/f'fold{i}'/'weights.safetensors' for i in range(k) if fold_done(run/f'fold{i}')]
-    if len(done) < k:
-        raise ValueError(
-            f"run {run} has {len(done)} of {k} folds finished; finish it with the same tpututor train command first")
-    return done
-
-# %% ../nbs/10_kfold.ipynb #0d352dcc
-def predict_run(
-    run,                   # a finished run directory
-    texts,                 # the texts to predict: a list, or a pair (two lists)
-    base=None,             # a LoRA run's base checkpoint folder
-    precision:str='auto',  # 'auto' (`predict_precision`), 'fp32', 'bf16' or 'fp16'
-    batch_size:int|None=None, # rows per device (default: the run's prediction batch)
-    backend=None,          # a backend object (default: the run's, on this machine's devices)
-    verbose:bool=True,     # a line per fold
-)->np.ndarray:             # the folds' predictions averaged, one row per text
-    "Predict `texts` with every fold of `run`, from the run directory alone"
-    from tpututor.encoding import load_tokenizer
-    from tpututor.backends.base import get_backend
-    run, weights = Path(run), fold_weights(run)
-    cfg = predict_config(run, base, precision, batch_size)
-    tok = load_tokenizer(run/'model' if (run/'model'/'tokenizer.json').exists() else cfg.model)
-    data, backend = encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
-    # fewer devices than the mesh: whole copies
-    if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)
-    preds, t0 = [], time.time()
-    with quiet(backend, verbose):
-        for i, w in enumerate(weights):
-            t = time.time(); model = backend.load(cfg, w)
-            preds.append(backend.predict(cfg, model, data)); backend.free(model)
-            if verbose: print(f"fold {i}: {n_rows(data):,} rows in {time.time() - t:.1f}s", flush=True)
-    if verbose:
-        print(
-            f"{len(weights)} folds, {n_rows(data):,} rows, {cfg.precision}: "
-            f"{len(weights) * n_rows(data) / (time.time() - t0):,.0f} rows/s over the folds")
-    return np.mean(preds, axis=0)

@@ -6,16 +6,16 @@ Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 
 # %% ../nbs/08_plan.ipynb #39b7628c
 from __future__ import annotations
-from .meter import model_dims, train_flops, config_getter
-from .specs import TPU_SPECS, tpu_spec
+from .flops import model_dims, train_flops, config_getter
+from .datasheets import TPU_SPECS, tpu_spec
+from .models.families import DECODER_TYPES
 
 # %% auto #0
-__all__ = ['DECODER_TYPES', 'PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan',
-           'accelerator_of', 'hbm_bytes', 'largest_batch', 'check_fits', 'step_time']
+__all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'accelerator_of', 'hbm_bytes',
+           'largest_batch', 'check_fits', 'step_time']
 
 # %% ../nbs/08_plan.ipynb #6dc60ffe
 # model types of the decoder LLMs `model_dims` reads
-DECODER_TYPES = ('llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text')
 
 def _decoder_params(d:dict, get)->int:
     """A decoder's weights: the layers' matmuls, RMSNorms, Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's q/k norms,
@@ -36,7 +36,7 @@ def param_count(
     d, get = model_dims(config), config_getter(config)
     if d is None:
         raise ValueError(
-            "cannot read this config's sizes (tpututor.meter.model_dims): pass the parameter count instead")
+            "cannot read this config's sizes (tpututor.flops.model_dims): pass the parameter count instead")
     if get('model_type') in DECODER_TYPES: return _decoder_params(d, get)
     L, H, F = d['layers'], d['hidden'], d['ffn']
     small = 4 * H + F + H + 4 * H                                     # q, k, v, output and MLP biases; two LayerNorms
@@ -71,7 +71,7 @@ def memory_plan(
     for k, v in dict(max_len=max_len, batch_size=batch_size, model_parallel=model_parallel).items():
         if not isinstance(v, int) or v < 1: raise ValueError(f"{k}={v!r} must be a whole number >= 1")
     d = model_dims(config)
-    if d is None: raise ValueError("cannot read this config's sizes (tpututor.meter.model_dims)")
+    if d is None: raise ValueError("cannot read this config's sizes (tpututor.flops.model_dims)")
     L, H, F, a = d['layers'], d['hidden'], d['ffn'], d['heads']
     P = params or param_count(config)
     head = H * n_outputs + n_outputs

@@ -12,10 +12,10 @@ from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
 
 # %% auto #0
-__all__ = ['FRAMEWORKS', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config',
-           'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows', 'code_text',
-           'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes', 'changed_since', 'record_notes',
-           'without_notes', 'record_text', 'record_entry', 'recorded']
+__all__ = ['RECORDED_PACKAGES', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir',
+           'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model',
+           'tpu_rows', 'code_text', 'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes',
+           'changed_since', 'record_notes', 'without_notes', 'record_text', 'record_entry', 'recorded']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'],
@@ -197,7 +197,7 @@ def _matrix_data(folder, task:str, rows:int, max_len:int):
 
 # %% ../nbs/12_testing.ipynb #2db01a1b
 def try_model(
-    backend,                    # a backend object (`tpututor.backends.base.get_backend(name)`)
+    backend,                    # a backend object (`tpututor.backends.get_backend(name)`)
     folder,                     # a Hugging Face checkpoint folder
     task:str='classification',  # 'classification' or a pair task ('siamese', 'ranking')
     rows:int=64,                # training rows (real reviews)
@@ -224,17 +224,17 @@ def try_model(
     except Exception as e:
         status, error = 'failed', f"{type(e).__name__}: {e}"[:500]
     finally:
-        if hasattr(backend, 'free'): backend.free(model)
+        backend.done_with(model)
     return dict(status=status, seconds=round(time.perf_counter() - t0, 1), error=error)
 
 # %% ../nbs/12_testing.ipynb #ab256801
 def run_matrix(
-    backend:str,         # a backend name: 'keras', 'xla', 'tf', 'torch', 'bow'
+    backend:str,         # a registered backend's name ('keras', 'xla', 'tf', 'torch', 'bow' or one of your own)
     runs,                # (folder, task) pairs, or folders (classification)
     verbose:bool=True,   # print one line per run
 )->list:                 # one dict per run: folder, family, task, status, seconds, error
     "Try every (checkpoint folder, task) on one backend, in this process"
-    from tpututor.backends.base import get_backend
+    from tpututor.backends.registry import get_backend
     be, rows = get_backend(backend, verbose=False), []
     for run in runs:
         folder, task = (run, 'classification') if isinstance(run, (str, Path)) else run
@@ -254,8 +254,8 @@ def main(argv=None):
     p = argparse.ArgumentParser('python -m tpututor.testing', description=main.__doc__)
     p.add_argument('backend'); p.add_argument('folders', nargs='+'); p.add_argument('--task', default='classification')
     a = p.parse_args(argv)
-    if a.backend == 'keras':
-        from tpututor.devices.jax import virtual_jax; virtual_jax(8)
+    from tpututor.backends.registry import backend_class
+    backend_class(a.backend).start_devices(8)   # keras: the virtual TPU
     rows = run_matrix(a.backend, [(f, a.task) for f in a.folders])
     print(f"{sum(r['status'] == 'ok' for r in rows)} of {len(rows)} ok")
     return 0 if all(r['status'] != 'failed' for r in rows) else 1
@@ -353,8 +353,8 @@ def notebook_hash(path)->str: # 16 hex digits
     return h.hexdigest()[:16]
 
 # %% ../nbs/12_testing.ipynb #c92f2134
-FRAMEWORKS = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras',
-              'keras-hub', 'transformers', 'tokenizers', 'accelerate')
+RECORDED_PACKAGES = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras',   # whose versions a record keeps
+                     'keras-hub', 'transformers', 'tokenizers', 'accelerate')
 
 def versions()->dict:
     "Versions of the frameworks installed here (None for one that is not); `accelerate` runs the Hugging Face Trainer"
@@ -362,7 +362,7 @@ def versions()->dict:
     def v(d):
         try: return md.version(d)
         except md.PackageNotFoundError: return None
-    return {d: v(d) for d in FRAMEWORKS}
+    return {d: v(d) for d in RECORDED_PACKAGES}
 
 # %% ../nbs/12_testing.ipynb #ea6814bb
 RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the published records

@@ -176,7 +176,7 @@ def table(res)->str:
     return '\n'.join(lines) + '\n'
 
 def machine()->str:
-    from tpututor.meter import host_name
+    from tpututor.devices.ops import host_name
     return host_name()
 
 def main(argv):

@@ -6,19 +6,21 @@ Docs: https://tpututor.github.io/tpututor/backends/base.html.md"""
 
 # %% ../../nbs/backends/00_base.ipynb #26d53701
 from __future__ import annotations
-import importlib, math, os, sys, time
+import math, os, sys, time
 from dataclasses import dataclass, field
-from typing import Protocol, Any
+from typing import Any
 import numpy as np
 from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
-from ..meter import mfu_text, Throughput, datasheet_peak
+from ..flops import mfu_text, Throughput, datasheet_peak
 from fastcore.basics import patch
+from ..models.families import FAMILIES, DECODERS
+from .registry import backend_names, backend_class
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'BACKENDS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'FitStart',
-           'prepare_fit', 'Backend', 'get_backend']
+__all__ = ['EPOCH_KEYS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'FitStart',
+           'prepare_fit', 'Backend', 'pick_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu',
@@ -242,34 +244,107 @@ def loop(self:FitStart,
                      peak_flops=self.peak, datasheet_peak_flops=self.sheet, **info)
 
 # %% ../../nbs/backends/00_base.ipynb #6439e9a1
-class Backend(Protocol):
-    "What the k-fold layer and the command line need of a training backend"
-    name: str
-    def replicas(self)->int: ...
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
-            valid:Inputs|None=None, y_valid=None)->tuple[Any, History]:
-        ...
-    def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: ...
-    def save(self, model, path)->None: ...
-    def load(self, cfg:TrainConfig, path)->Any: ...
-    def free(self, model)->None: ...
+class Backend:
+    """A training backend: subclass it, define `fit`, `predict`, `save` and `load`, and register it
+    (`register_backend`); every other method has a default that suits a backend on one device"""
+    name:str = ''               # what `--backend` calls it (`register_backend` sets it when empty)
+    about:str = ''              # what it trains with, on what: one line for `tpututor train --help`
+    # the framework it computes with ('jax', 'torch', 'torch_xla', 'tensorflow'): the device it predicts on and its
+    # compile-cache folder (`tpututor.devices.ops`); None: no framework device
+    framework:str|None = None
+    extra:str|None = None       # the pip extra that installs what it needs: pip install 'tpututor[extra]'
+    families:tuple|None = None  # the encoder families it runs (keys of `FAMILIES`); None: all of them
+    other_encoders:bool = True  # it also loads encoders of architectures outside `FAMILIES`
+    decoders:bool = False       # it trains decoder LLMs (`DECODERS`) as classifiers
+    why_not:str = ''            # why it cannot run the families it leaves out, said when it refuses one
+    baseline:bool = False       # a baseline: a refusal names it only where nothing else runs the family
+    options:tuple = ()          # settings it acts on that the others ignore: 'lora', 'model_parallel', 'pure_bf16'
+    speed_options:bool = True   # batch size, length buckets and precision act on it (the speed defaults apply)
+    cpu_bf16:bool = False       # bfloat16 trains faster than fp32 on a CPU with bfloat16 instructions
+    predict_fp16:bool = True    # it predicts in float16 on a GPU without bfloat16
+    # its fold weights hold the whole network; False: only what it trains (a head on a frozen encoder), so predicting
+    # attaches the base checkpoint the run names, as for a LoRA run
+    whole_model:bool = True
+
+    def __init__(self, verbose:bool=True): self.verbose = verbose   # progress bar and a line per epoch
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None,
+            y_valid=None)->tuple[Any, History]: # a fresh model from `cfg.model` trained, and what it did
+        raise NotImplementedError(f"{type(self).__name__} must define fit")
+    def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: # one row per input row, in input order
+        raise NotImplementedError(f"{type(self).__name__} must define predict")
+    def save(self, model, path)->None: # the weights, as safetensors
+        raise NotImplementedError(f"{type(self).__name__} must define save")
+    def load(self, cfg:TrainConfig, path): # a model of `cfg` with the weights saved at `path`
+        raise NotImplementedError(f"{type(self).__name__} must define load")
 
 # %% ../../nbs/backends/00_base.ipynb #741ff93b
-BACKENDS = {   # name -> (module, class, what it is)
-    'xla':   ('tpututor.backends.xla', 'XlaBackend', 'PyTorch/XLA: TPU, GPU or CPU'),
-    'torch': ('tpututor.backends.torch', 'TorchBackend',
-              'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'),
-    'keras': ('tpututor.backends.keras', 'KerasBackend', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'),
-    'tf':    ('tpututor.backends.tf', 'TfBackend',
-              'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'),
-    'bow':   ('tpututor.backends.bow', 'BowBackend', 'bag-of-tokens baseline (scikit-learn, CPU)'),
-}
+@patch
+def replicas(self:Backend)->int: return 1   # copies of the model a global batch is split over
 
-def get_backend(
-    name:str,   # a key of `BACKENDS`
-    **kwargs,   # passed to the backend's constructor
-)->Backend:
-    "The training backend called `name` (its framework is imported only now)"
-    if name not in BACKENDS: raise ValueError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
-    mod, cls, _ = BACKENDS[name]
-    return getattr(importlib.import_module(mod), cls)(**kwargs)
+@patch(as_prop=True)
+def is_main(self:Backend)->bool: return True   # the process that writes the run directory (process 0)
+
+@patch
+def agree(self:Backend, value): return value   # process 0's value, in every process (one process: `value`)
+
+@patch
+def describe(self:Backend)->str|None: return None   # the devices it trains on, for the log (None: nothing to say)
+
+@patch
+def compile_stats(self:Backend)->dict|None: # compiles, cache_hits, seconds so far; None: it does not count them
+    return None
+
+@patch
+def done_with(self:Backend, model=None)->None: # the caller drops `model`: kept for the next fit, or released
+    pass   # None: the caller is done with every model
+
+# %% ../../nbs/backends/00_base.ipynb #8d422ae0
+@patch(cls_method=True)
+def start_devices(cls:Backend,
+    devices:int|None=None,   # devices to split a CPU into (the virtual TPU); None: as the machine has them
+    coordinator:str|None=None, # 'host:port' of process 0 of a multi-host run; None: one host
+    num_processes:int=1,     # processes of a multi-host run
+    process_id:int=0,        # this process's place among them
+    heartbeat:int=100,       # seconds after which the other hosts stop when one has stopped
+):
+    "Start the devices before the backend is made; one host with the devices as they are, unless it says otherwise"
+    if coordinator:
+        raise ValueError(f"--coordinator joins the hosts of a multi-host run; backend {cls.name!r} runs on one host")
+
+# %% ../../nbs/backends/00_base.ipynb #3ca136ab
+@patch(cls_method=True)
+def auto(cls:Backend,
+    tpu:bool,   # is this a TPU host
+    have,       # f(dist name) -> its installed version or None
+)->tuple|None:  # (rank: lower wins, why in a few words); None: `--backend auto` does not pick it here
+    "Whether `--backend auto` may train with this backend on this machine, and how much it wants to"
+    return None
+
+# %% ../../nbs/backends/00_base.ipynb #5c3ef22d
+@patch(cls_method=True)
+def runs(cls:Backend,
+    family:str|None, # a family (`tpututor.models.families.family_of`), or None for an architecture not in the tables
+)->bool:
+    "Does this backend train and predict with checkpoints of `family`?"
+    if family in DECODERS: return cls.decoders
+    if family in FAMILIES: return cls.families is None or family in cls.families
+    return cls.other_encoders
+
+# %% ../../nbs/backends/00_base.ipynb #d7c54f9a
+def pick_backend(
+    have=None,          # dist name -> installed version or None (default: what is installed)
+    tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
+)->tuple:               # (backend name, why in a few words)
+    "The backend `--backend auto` trains with on this machine: of those whose `auto` answers, the lowest rank"
+    from tpututor.devices.frameworks import installed_version, tpu_present
+    have = have or installed_version
+    tpu = tpu_present() if tpu is None else tpu
+    picks = []
+    for name in backend_names():
+        try: cls = backend_class(name)
+        except ImportError: continue   # a registered backend whose package is missing here
+        auto = getattr(cls, 'auto', None)
+        if auto and (got := auto(tpu, have)): picks.append((got[0], len(picks), name, got[1]))
+    if not picks: raise ValueError("no registered backend can run on this machine: name one with --backend")
+    _, _, name, why = min(picks)
+    return name, why

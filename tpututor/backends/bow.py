@@ -11,7 +11,7 @@ import numpy as np
 from ..config import TrainConfig, Inputs, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
-from .base import prepare_fit
+from .base import Backend, prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0
@@ -26,18 +26,20 @@ def _bow(enc:Encoded, vocab:int):
     return csr_matrix((np.ones(m.sum(), np.float32), (rows, enc.input_ids[m])), shape=(len(enc), vocab))
 
 # %% ../../nbs/backends/01_bow.ipynb #59662552
-class BowBackend:
+class BowBackend(Backend):
     "Logistic or ridge regression on bag-of-token counts: a CPU baseline that meets the `Backend` contract"
-    name = 'bow'
+    name, about = 'bow', 'bag-of-tokens baseline (scikit-learn, CPU)'
+    baseline = True         # a refusal sends users to a fine-tune, not here
+    speed_options = False   # no batches, shapes or precision
     def __init__(self,
         C:float=1.0,        # inverse regularisation strength
         vocab:int=32768,    # hashed vocabulary size
         verbose:bool=True,  # print the epoch line
     ): self.C, self.vocab, self.verbose = C, vocab, verbose
-    def replicas(self)->int: return 1
     def _x(self, enc): return _bow(Encoded(enc.input_ids % self.vocab, enc.attention_mask), self.vocab)
 
-    def free(self, m=None): pass
+    @classmethod
+    def auto(cls, tpu:bool, have)->tuple: return 99, 'no training framework installed: the bag-of-tokens baseline'
 
 # %% ../../nbs/backends/01_bow.ipynb #2f8aefde
 @patch

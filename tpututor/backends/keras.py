@@ -1,4 +1,4 @@
-"""KerasHub encoders converted from Hugging Face checkpoints with five task heads, Keras `fit` on every JAX device, JAX compiles counted, and the `keras` backend
+"""Keras `fit` of a KerasHub network on every JAX device: static-shape batches, predictions for every row, JAX compiles counted, a new fold on the compiled programs, and the `keras` backend
 
 Docs: https://tpututor.github.io/tpututor/backends/keras.html.md"""
 
@@ -6,280 +6,25 @@ Docs: https://tpututor.github.io/tpututor/backends/keras.html.md"""
 
 # %% ../../nbs/backends/02_keras.ipynb #a550ee31
 from __future__ import annotations
-import contextlib, gc, time, weakref
+import gc, time, weakref
 from pathlib import Path
 import numpy as np
-from ..devices.jax import import_keras, keep_tf_out, describe_jax, local_rows, main_process, agree, JaxDevice
+from ..devices.jax import (import_keras, local_rows, main_process, agree, JaxDevice, on_jax, data_parallel,
+                                  distributed, n_devices, n_replicas, describe_keras, jax_kind, to_numpy)
 from ..config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from ..models.hub import resolve_model, has_weights
-from ..models.llm import is_decoder, add_lora, lora_layers, mesh_distribution, backbone_of
-from ..models.checkpoint import Checkpoint, checkpoint, keras_preset_name
-from ..models.convert import converter_for
-from ..meter import Throughput, model_dims, train_flops
-from .base import EpochLoop, prepare_fit
+from ..models.llm import lora_layers, mesh_distribution, backbone_of
+from ..models.keras import (build_model, backbone_class, input_fields, scorer, per_example_loss, hf_config,
+                                   make_optimizer, restart_optimizer, optimizer_state, SCORERS)
+from ..models.keras_memory import refuse_if_too_big
+from ..flops import Throughput, model_dims, train_flops
+from .base import Backend, EpochLoop, prepare_fit
 from ..rundir import atomic_write, assign_weights
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'on_jax', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'sequence_output',
-           'input_fields', 'build_model', 'scorer', 'per_example_loss', 'lr_schedule', 'make_optimizer',
-           'restart_optimizer', 'optimizer_state', 'train_batches', 'data_parallel', 'distributed', 'n_devices',
-           'n_replicas', 'describe', 'predict', 'epoch_callback', 'fit_model', 'refuse_if_too_big', 'xla_memory',
-           'xla_step_memory', 'save_weights', 'load_weights', 'KerasBackend']
-
-# %% ../../nbs/backends/02_keras.ipynb #137c3433
-def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
-
-# %% ../../nbs/backends/02_keras.ipynb #38692765
-# TrainConfig.precision -> Keras dtype policy
-_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16', 'fp16': 'mixed_float16'}
-
-# %% ../../nbs/backends/02_keras.ipynb #54a1dfa8
-# ours -> KerasHub's
-KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}
-
-def preset_of(
-    # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a
-    # KerasHub preset ('roberta_base_en')
-    model,
-)->str:          # what `keras_hub.models.Backbone.from_preset` takes
-    """The KerasHub preset for a model name: local folders as they are, hub ids as `hf://`, KerasHub preset names
-    unchanged"""
-    if isinstance(model, Checkpoint): return model.preset or (model.path if model.local else f'hf://{model.path}')
-    if '://' in str(model): return str(model)   # hf://org/name, kaggle://...
-    path = resolve_model(model)
-    if Path(path).exists(): return path
-    if keras_preset_name(path): return path     # 'roberta_base_en': KerasHub's own
-    return f'hf://{path}'
-
-# %% ../../nbs/backends/02_keras.ipynb #3bb62d98
-def hf_loader(
-    preset:str,   # a Hugging Face folder or 'hf://org/name'
-):                # a KerasHub `SafetensorLoader` that also finds bare names and skips a missing pooler
-    """KerasHub's safetensors reader for checkpoints saved either way: with the model-name prefix or without, with a
-    pooler or without"""
-    from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
-    class HfLoader(SafetensorLoader):
-        skipped = ()
-        def get_prefixed_key(self, hf_weight_key, dict_like):
-            keys = dict_like.keys()
-            if hf_weight_key not in keys:   # asked for 'roberta.encoder...' in a file saved by AutoModel ('encoder...')
-                bare = hf_weight_key.partition('.')[2]
-                if bare in keys: return bare
-            return super().get_prefixed_key(hf_weight_key, dict_like)
-        def port_weight(self, keras_variable, hf_weight_key, hook_fn=None):
-            if '.pooler.' in f'.{hf_weight_key}':   # pre-training checkpoints often have none; the heads here mean-pool
-                try: self.get_tensor(hf_weight_key)
-                except Exception: self.skipped += (hf_weight_key,); return
-            return super().port_weight(keras_variable, hf_weight_key, hook_fn)
-    return HfLoader(preset)
-
-# %% ../../nbs/backends/02_keras.ipynb #21afa656
-_HF_CONFIGS = weakref.WeakKeyDictionary()   # backbone -> the Hugging Face config it was converted from (for the meter)
-
-def load_backbone(
-    cfg:TrainConfig,   # uses `model`, `dropout` and `precision`
-):                     # a `keras_hub.models.Backbone`
-    """The KerasHub encoder of `cfg.model`, converted from the Hugging Face checkpoint; from its config alone when
-    the folder has no weights"""
-    import_keras()
-    with keep_tf_out(): import keras_hub
-    ck = checkpoint(cfg.model)
-    preset, config = preset_of(ck), ck.config
-    kw = {} if cfg.dropout is None else {'dropout': cfg.dropout}
-    if config is None:   # a KerasHub preset (or kaggle://): KerasHub's own loader
-        with keep_tf_out() if '://' not in preset or preset.startswith('kaggle://') else contextlib.nullcontext():
-            return keras_hub.models.Backbone.from_preset(preset, dtype=_POLICY[cfg.precision], **kw)
-    ck.check('keras')
-    conv = converter_for(config)
-    if conv is None:
-        raise ValueError(
-            f"KerasHub cannot load {cfg.model!r}: no converter for model type {config.get('model_type')!r}. Use "
-            f"backend 'xla'.")
-    bb = conv.backbone_cls(**{**conv.convert_backbone_config(config), **kw}, dtype=_POLICY[cfg.precision])
-    if not ck.local or has_weights(ck.path):
-        if ck.local and not any(
-            (Path(preset)/f).exists() for f in ('model.safetensors', 'model.safetensors.index.json')):
-            raise ValueError(f"{cfg.model}: the keras backend reads safetensors weights, and this folder has only "
-                             f"{[p.name for p in Path(preset).iterdir() if p.suffix in ('.bin', '.h5')]}. Save it "
-                             f"again with save_pretrained(folder, safe_serialization=True), or use backend 'xla'.")
-        # KerasHub's file lookup would import TensorFlow
-        with keep_tf_out(), hf_loader(preset) as loader: conv.convert_weights(bb, loader, config)
-    _HF_CONFIGS[bb] = config
-    return bb
-
-# %% ../../nbs/backends/02_keras.ipynb #68bc33af
-def backbone_class(
-    cfg:TrainConfig): # the KerasHub backbone class `load_backbone` will build, or None for a KerasHub preset
-    "The backbone class of `cfg.model`, known before any weight is made (for its layout map)"
-    config = checkpoint(cfg.model).config
-    conv = converter_for(config) if config is not None else None
-    return conv.backbone_cls if conv is not None else None
-
-# %% ../../nbs/backends/02_keras.ipynb #4f824888
-def _layers():
-    "Keras layers of our own, defined on first use (Keras is imported lazily)"
-    if hasattr(_layers, 'cache'): return _layers.cache
-    keras = import_keras(); ops = keras.ops
-    @keras.saving.register_keras_serializable('tpututor')
-    class MeanPool(keras.layers.Layer):
-        "Average of the token vectors where the mask is 1, in float32"
-        def call(self, hidden, mask):
-            m = ops.expand_dims(ops.cast(mask, 'float32'), -1)
-            return ops.sum(ops.cast(hidden, 'float32') * m, 1) / ops.maximum(ops.sum(m, 1), 1.0)
-    @keras.saving.register_keras_serializable('tpututor')
-    class LastToken(keras.layers.Layer):
-        """The vector of each row's last real token (the last position where the mask is 1: right or left padding
-        alike), in float32"""
-        def call(self, hidden, mask):
-            pos = ops.where(ops.cast(mask, 'bool'), ops.arange(ops.shape(mask)[1])[None, :], -1)
-            last = ops.argmax(pos, axis=1)
-            return ops.cast(ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0], 'float32')
-    @keras.saving.register_keras_serializable('tpututor')
-    class PairFeatures(keras.layers.Layer):
-        "[u, v, |u - v|, u * v]: the siamese head's input"
-        def call(self, u, v): return ops.concatenate([u, v, ops.abs(u - v), u * v], -1)
-    _layers.cache = dict(MeanPool=MeanPool, LastToken=LastToken, PairFeatures=PairFeatures)
-    return _layers.cache
-
-# %% ../../nbs/backends/02_keras.ipynb #32beb415
-def sequence_output(out): # the (batch, length, hidden) token vectors
-    """Token vectors from a KerasHub backbone's output: a dict with `sequence_output` (BERT, ALBERT, ELECTRA) or the
-    tensor itself (RoBERTa, DistilBERT, DeBERTa-v3)"""
-    return out["sequence_output"] if isinstance(out, dict) else out
-
-# %% ../../nbs/backends/02_keras.ipynb #94c305a1
-def input_fields(backbone)->list: # our field names the backbone takes, e.g. no `token_type_ids` for RoBERTa
-    "The `Encoded` fields a KerasHub backbone takes"
-    return [f for f, k in KERAS_INPUTS.items() if k in backbone.input]
-
-# %% ../../nbs/backends/02_keras.ipynb #5377a90e
-def build_model(
-    cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
-):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
-    """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
-    (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
-    distribution"""
-    keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, _layers()
-    with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
-    bb = load_backbone(cfg)
-    if cfg.lora: add_lora(bb, cfg.lora)
-    fields = input_fields(bb)
-    pool = mine['LastToken'](name='last_token') if is_decoder(bb) else mine['MeanPool'](name='mean_pool')
-    drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
-    dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
-    def embed(suffix=''):
-        inp = {f + suffix: keras.Input((None,), dtype='int32', name=f + suffix) for f in fields}
-        hidden = sequence_output(bb({KERAS_INPUTS[f]: inp[f + suffix] for f in fields}))
-        return inp, pool(hidden, inp['attention_mask' + suffix])
-    inp, u = embed()
-    if spec.head == 'linear': return keras.Model(inp, dense(drop(u)), name=cfg.task)
-    inp_b, v = embed('_b')
-    if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
-    else: out = dense(drop(mine['PairFeatures'](name='pair_features')(u, v)))   # siamese
-    return keras.Model({**inp, **inp_b}, out, name=cfg.task)
-
-# %% ../../nbs/backends/02_keras.ipynb #7aedf02e
-_SCORERS = weakref.WeakKeyDictionary()
-
-def scorer(model): # a one-text model: token arrays -> (batch, 1) scores, sharing the ranking model's layers
-    "The single-text scoring model inside a ranking model"
-    if model not in _SCORERS:
-        keras = import_keras()
-        bb, pool, head = backbone_of(model), _pool_of(model), model.get_layer('head')
-        fields = input_fields(bb)
-        inp = {f: keras.Input((None,), dtype='int32', name=f) for f in fields}
-        u = pool(sequence_output(bb({KERAS_INPUTS[f]: inp[f] for f in fields})), inp['attention_mask'])
-        _SCORERS[model] = keras.Model(inp, head(u), name='scorer')
-    return _SCORERS[model]
-
-# %% ../../nbs/backends/02_keras.ipynb #b32be51f
-def _pool_of(model): return next(l for l in model.layers if l.name in ('mean_pool', 'last_token'))
-
-# %% ../../nbs/backends/02_keras.ipynb #e6a0206d
-_LOSSES = {   # `Task.loss` -> f(ops, y_true, y_pred, margin): one loss per row, from the head's activated outputs
-    'cross_entropy':        lambda k, y, p, m: k.losses.sparse_categorical_crossentropy(y, p),
-    'binary_cross_entropy': lambda k, y, p, m: k.losses.binary_crossentropy(y, p),
-    'mse':                  lambda k, y, p, m: k.ops.mean(k.ops.square(k.ops.cast(y, p.dtype) - p), -1),
-    # y is unused: the order is the label
-    'margin':               lambda k, y, p, m: k.ops.relu(m - (p[:, 0] - p[:, 1])),
-}
-
-def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
-    "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
-    keras, loss, margin = import_keras(), _LOSSES[cfg.spec.loss], cfg.margin
-    return lambda y, p: loss(keras, y, p, margin)
-
-# %% ../../nbs/backends/02_keras.ipynb #ae2fa11c
-def lr_schedule(
-    peak:float,        # peak learning rate
-    total:int,         # optimizer steps of the run
-    warmup:float=0.1,  # fraction of steps warming up
-):                     # a `keras.optimizers.schedules.LearningRateSchedule`
-    """`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0; after `bind`, the step counts
-    are optimizer state"""
-    keras = import_keras(); ops = keras.ops
-    counts = lambda t: (float(t), float(int(t * warmup)))   # (total, warm-up) steps, as `lr_at` counts them
-    class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
-        steps = None   # [total, warm-up] as variables of the optimizer, once bound
-        def bind(self, optimizer):
-            """Keep the step counts in variables of `optimizer`: inputs of the compiled train step, not constants
-            baked into it"""
-            self.steps = [
-                optimizer.add_variable((), initializer=keras.initializers.Constant(v), dtype='float32', name=n)
-                          for n, v in zip(('schedule_total', 'schedule_warmup'), counts(total))]
-        def restart(self, new_total:int):
-            "The schedule of a run of `new_total` steps, without a new compile"
-            for v, c in zip(self.steps, counts(new_total)): v.assign(np.float32(c))
-        def __call__(self, step):
-            s = ops.cast(step, 'float32')
-            t, w = self.steps or counts(total)
-            return ops.where(s < w, peak * (s + 1.0) / ops.maximum(w, 1.0),
-                             peak * ops.maximum(0.0, (t - s) / ops.maximum(1.0, t - w)))
-        def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
-    return WarmupLinear()
-
-# %% ../../nbs/backends/02_keras.ipynb #98b4754d
-def make_optimizer(
-    cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip, grad_accum
-    total:int,         # optimizer steps of the run
-    replicas:int,      # devices training in sync (for `scale_lr`)
-):                     # a `keras.optimizers.AdamW`
-    """AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm,
-    gradients accumulated over `grad_accum` batches"""
-    keras = import_keras()
-    lr = cfg.lr * replicas if cfg.scale_lr else cfg.lr
-    opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup),
-                                 weight_decay=cfg.weight_decay, epsilon=1e-6,
-                                 global_clipnorm=cfg.grad_clip or None,
-                                 gradient_accumulation_steps=cfg.grad_accum if cfg.grad_accum > 1 else None)
-    opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
-    # the schedule object (`learning_rate` reads its current value)
-    opt.learning_rate_schedule = opt._learning_rate   # noqa
-    opt.learning_rate_schedule.bind(opt)
-    return opt
-
-# %% ../../nbs/backends/02_keras.ipynb #6dfe6b38
-def restart_optimizer(
-    opt,         # an optimizer from `make_optimizer`, built
-    init:list,   # its variables' values when built (`optimizer_state`)
-    total:int,   # optimizer steps of the new run
-):
-    """Put `opt` back to its state before any step, on the schedule of `total` steps: a new fold on the same compiled
-    train step"""
-    for v, a in zip(opt.variables, init): v.assign(np.zeros(v.shape, v.dtype) if a is None else a)
-    getattr(opt, 'inner_optimizer', opt).learning_rate_schedule.restart(total)   # fp16: inside the loss-scale wrapper
-
-# %% ../../nbs/backends/02_keras.ipynb #4db0dd78
-def optimizer_state(opt)->list: # per variable: a numpy copy, or None for all zeros (most of AdamW's state)
-    "The values of `opt`'s variables, kept on the host to restart it"
-    out = []
-    for v in opt.variables:
-        a = _local(v.value)
-        out.append(None if not np.any(a) else np.array(a))
-    return out
+__all__ = ['train_batches', 'predict', 'epoch_callback', 'fit_model', 'save_weights', 'load_weights', 'KerasBackend']
 
 # %% ../../nbs/backends/02_keras.ipynb #ef4e0d81
 def _keras_batch(x:dict, idx, L:int|None, rows:slice)->dict:
@@ -319,54 +64,6 @@ def train_batches(
             for L, idx in ep: yield _keras_batch(x, idx, None if L == w else L, rows), y[np.asarray(idx)[rows]]
     return gen(), len(plan[0]), [L for L, _ in plan[0]]
 
-# %% ../../nbs/backends/02_keras.ipynb #857ae9da
-def data_parallel(
-    devices=None,   # JAX devices to replicate the model over (default: all of them, over every process)
-):                  # a `keras.distribution.DataParallel`, or None for one device
-    "Keras' data parallelism over `devices`: the model copied to each, every batch split across them"
-    keras = import_keras(); import jax
-    devices = list(devices or jax.devices())
-    if len(devices) == 1: return None
-    # each process feeds its own rows (`local_rows`)
-    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
-
-# %% ../../nbs/backends/02_keras.ipynb #61829bde
-@contextlib.contextmanager
-def distributed(dist):
-    "Make `dist` Keras' distribution inside the block (nothing for None)"
-    keras = import_keras()
-    old = keras.distribution.distribution()
-    keras.distribution.set_distribution(dist)
-    try: yield
-    finally: keras.distribution.set_distribution(old)
-
-# %% ../../nbs/backends/02_keras.ipynb #5bd6b5a4
-def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on the TensorFlow and torch backends
-    "How many devices Keras trains on in sync"
-    if not on_jax(): return 1
-    import jax
-    dist = import_keras().distribution.distribution()
-    return int(np.prod(dist.device_mesh.shape)) if dist is not None else 1
-
-# %% ../../nbs/backends/02_keras.ipynb #57d27046
-def n_replicas()->int: # copies of the model training in sync: the devices, or with a data x model mesh its data axis
-    "How many data-parallel replicas split each batch (a copy of the weights spans `model_parallel` devices)"
-    dist = import_keras().distribution.distribution() if on_jax() else None
-    if dist is None: return 1
-    mesh = dist.device_mesh
-    return int(mesh.shape[list(mesh.axis_names).index(dist.batch_dim_name)])
-
-# %% ../../nbs/backends/02_keras.ipynb #65ae51b8
-def describe(
-)->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
-    "The framework and devices Keras runs on, for logs"
-    if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
-    import jax
-    d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
-    mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
-    hosts = f"{p} processes x {d // p} devices" if p > 1 else f"{d} device{'s' if d > 1 else ''}"
-    return f"JAX, {hosts} ({where})" + mesh
-
 # %% ../../nbs/backends/02_keras.ipynb #222ae032
 def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
 
@@ -378,7 +75,7 @@ def _kept(model)->list:
     return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
 
 # %% ../../nbs/backends/02_keras.ipynb #abeb6a47
-def _weights(model)->list: return [_local(v.value) for v in _kept(model)]   # the best epoch's weights, kept on the host
+def _weights(model)->list: return [to_numpy(v.value) for v in _kept(model)]   # the best epoch's weights, on the host
 
 # %% ../../nbs/backends/02_keras.ipynb #04dbadeb
 def _set_weights(model, arrays):
@@ -388,7 +85,7 @@ def _set_weights(model, arrays):
 # model -> (cfg, its variables before any step, its optimizer's when built): what a restart puts back
 _RESTART = weakref.WeakKeyDictionary()
 def _values(variables)->list:
-    return [np.array(_local(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
+    return [np.array(to_numpy(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
 
 # %% ../../nbs/backends/02_keras.ipynb #0e13365c
 def _set_values(variables, arrays):
@@ -419,16 +116,6 @@ def _put(x:dict):
     sh = NamedSharding(dist.device_mesh.backend_mesh, P(dist.batch_dim_name))
     return {k: jax.make_array_from_process_local_data(sh, v) for k, v in x.items()}
 
-# %% ../../nbs/backends/02_keras.ipynb #b7911f50
-def _local(a)->np.ndarray:
-    """A JAX array as numpy, whole: a replicated one from this process's copy, a sharded one gathered (from every
-    process if need be)"""
-    if not hasattr(a, 'addressable_data'): return import_keras().ops.convert_to_numpy(a)
-    if a.is_fully_replicated: return np.asarray(a.addressable_data(0))
-    if a.is_fully_addressable: return np.asarray(a)
-    from jax.experimental import multihost_utils
-    return np.asarray(multihost_utils.process_allgather(a, tiled=True))
-
 # %% ../../nbs/backends/02_keras.ipynb #d50fd481
 def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
@@ -438,7 +125,7 @@ def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     if on_jax():
         rows, f = local_rows(batch), _forward(model)
         tv, ntv = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
-        outs = [_local(f(tv, ntv, _put(_keras_batch(x, idx, None if L == w else L, rows))))[:k] for L, idx, k in plan]
+        outs = [to_numpy(f(tv, ntv, _put(_keras_batch(x, idx, None if L == w else L, rows))))[:k] for L, idx, k in plan]
     else:   # Keras on TensorFlow or torch: one device, eager batches
         ops = import_keras().ops
         outs = [ops.convert_to_numpy(model(_keras_batch(x, idx, None if L == w else L, slice(None)),
@@ -561,106 +248,21 @@ def fit_model(
     opt_steps = steps * cfg.epochs // cfg.grad_accum
     if opt_steps == 0:
         raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
-    spe = steps_per_call(cfg, on_jax() and _jax_kind().startswith('TPU'), steps)
+    spe = steps_per_call(cfg, on_jax() and jax_kind().startswith('TPU'), steps)
     _compile_or_restart(model, cfg, opt_steps, spe, reps, restart, built)
-    dims = model_dims(_HF_CONFIGS.get(bb) or _hf_config(bb))   # None for a config the meter cannot read: MFU unknown
+    dims = model_dims(hf_config(bb))   # None for a config the meter cannot read: MFU unknown
     jax_ = on_jax()
-    meter = start.measure(dims, devs, JaxDevice().peak_flops if jax_ else None, _jax_kind() if jax_ else None, mfu)
+    meter = start.measure(dims, devs, JaxDevice().peak_flops if jax_ else None, jax_kind() if jax_ else None, mfu)
     per_row = row_flops(cfg, train, dims)
     step_flops = per_row and batch * per_row / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = start.loop(lambda: _weights(model), lambda w: _set_weights(model, w),
                       verbose, replicas=reps, global_batch=batch, steps_per_epoch=steps,
-                      devices=describe(), recompiles=[], restarted=bool(restart),
+                      devices=describe_keras(), recompiles=[], restarted=bool(restart),
                       steps_per_execution=spe, host_calls=[])
     cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers)
     model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[cb])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
-
-# %% ../../nbs/backends/02_keras.ipynb #f0be55ff
-def _jax_kind()->str: # e.g. 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'cpu'
-    "What JAX calls the devices this run trains on"
-    import jax
-    return jax.local_devices()[0].device_kind
-
-# %% ../../nbs/backends/02_keras.ipynb #454e6cd2
-def refuse_if_too_big(
-    cfg:TrainConfig,   # the run (model, batch_size, precision, lora, model_parallel)
-    length:int,        # the longest padded length a step sees
-):
-    """On a TPU: refuse, before anything compiles, a run whose step will not fit in a device's HBM
-    (`tpututor.plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"""
-    import os
-    from tpututor.plan import check_fits, accelerator_of
-    acc = accelerator_of(_jax_kind()) if on_jax() else None
-    if acc is None or os.environ.get('TPUTUTOR_PLAN', '').lower() in ('off', '0', 'no'): return
-    config = checkpoint(cfg.model).config
-    if config is None: return   # a KerasHub preset: no Hugging Face config to plan from
-    try:
-        check_fits(config, length, cfg.batch_size, acc,
-                   'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
-    except MemoryError as e:
-        raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off "
-                          f"tries anyway)") from None
-
-# %% ../../nbs/backends/02_keras.ipynb #279335e1
-def _hf_config(backbone)->dict: # the sizes `model_dims` reads, from a KerasHub backbone
-    "A KerasHub backbone's sizes under the Hugging Face config names the meter knows"
-    c = backbone.get_config()
-    from types import SimpleNamespace
-    return SimpleNamespace(hidden_size=c['hidden_dim'], num_hidden_layers=c['num_layers'],
-                           intermediate_size=c['intermediate_dim'],
-                           vocab_size=c['vocabulary_size'], num_attention_heads=c['num_heads'])
-
-# %% ../../nbs/backends/02_keras.ipynb #a81e945f
-def xla_memory(
-    cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
-    batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
-    max_len:int,      # tokens per row
-    # a Keras distribution (a data x model mesh from `tpututor.models.llm.mesh_distribution`): the step as each device
-    # runs it
-    distribution=None,
-)->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
-    "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"
-    if not on_jax(): raise RuntimeError("xla_memory needs Keras on JAX (KERAS_BACKEND=jax)")
-    import jax, jax.numpy as jnp
-    with distributed(distribution):
-        model = build_model(cfg)
-        opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
-    loss = per_example_loss(cfg)
-    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
-             [v.value for v in opt.variables])
-    reps, sh = 1, None
-    if distribution is not None:   # each replica's rows on its row of the mesh
-        from jax.sharding import NamedSharding, PartitionSpec as P
-        mesh = distribution.device_mesh
-        reps = mesh.shape[list(mesh.axis_names).index(distribution.batch_dim_name)]
-        sh = NamedSharding(mesh.backend_mesh, P(distribution.batch_dim_name))
-    x = {k: jax.ShapeDtypeStruct((batch_size * reps, max_len), jnp.int32, sharding=sh) for k in model.input}
-    y = jax.ShapeDtypeStruct((batch_size * reps,), jnp.int32, sharding=sh)
-    def loss_of(tv, ntv, x, y):
-        p, ntv = model.stateless_call(tv, ntv, x, training=True)
-        return loss(y, p).mean(), ntv
-    def step(tv, ntv, ov, x, y):
-        (l, ntv), g = jax.value_and_grad(loss_of, has_aux=True)(tv, ntv, x, y)
-        tv, ov = opt.stateless_apply(ov, g, tv)
-        return l, tv, ntv, ov
-    m = jax.jit(step, donate_argnums=(0, 1, 2)).lower(*state, x, y).compile().memory_analysis()
-    out = dict(arguments=m.argument_size_in_bytes, temporaries=m.temp_size_in_bytes, outputs=m.output_size_in_bytes,
-               aliased=m.alias_size_in_bytes)
-    return dict(out, total=out['arguments'] + out['temporaries'] + out['outputs'] - out['aliased'])
-
-# %% ../../nbs/backends/02_keras.ipynb #0a048cf9
-def xla_step_memory(
-    cfg:TrainConfig,   # model, precision, lora, model_parallel
-    batch_size:int,    # rows per data-parallel replica
-    length:int,        # tokens per row
-)->tuple:              # (bytes one device holds, the devices it was compiled for, in words)
-    """XLA's own count of a training step's memory per device, compiled (not run) on this process's JAX devices, on
-    the mesh `cfg.model_parallel` asks for"""
-    dist = mesh_distribution(cfg.model_parallel, backbone_cls=backbone_class(cfg)) if cfg.model_parallel > 1 else None
-    with distributed(dist): where = describe()
-    return xla_memory(cfg, batch_size, length, dist)['total'], where
 
 # %% ../../nbs/backends/02_keras.ipynb #50a83d59
 def save_weights(
@@ -673,7 +275,7 @@ def save_weights(
     lora = bool(lora_layers(model))
     # with LoRA the rest is the base checkpoint, read again by `load_weights`
     variables = model.trainable_variables if lora else model.weights
-    tensors = {v.path: np.ascontiguousarray(_local(v.value)) for v in variables}
+    tensors = {v.path: np.ascontiguousarray(to_numpy(v.value)) for v in variables}
     if len(tensors) != len(variables):
         raise ValueError("variable paths are not unique, so they cannot key a safetensors file")
     if not main_process(): return Path(path)
@@ -693,10 +295,16 @@ def load_weights(
     return model
 
 # %% ../../nbs/backends/02_keras.ipynb #017442a9
-class KerasBackend:
+class KerasBackend(Backend):
     """Train, predict, save and load with Keras 3 (JAX by default) on every device: a TPU's chips, GPUs or the
     virtual TPU (the `Backend` contract)"""
-    name = 'keras'
+    name, about = 'keras', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'
+    framework, extra = 'jax', 'keras'
+    # the families KerasHub converts (with tpututor.models.convert for ELECTRA and DeBERTa-v3)
+    families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
+    other_encoders, decoders = False, True
+    why_not = "KerasHub cannot convert its Hugging Face checkpoints"
+    options = ('lora', 'model_parallel', 'pure_bf16')   # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights
     def __init__(self,
                  devices=None,        # JAX devices to train on (default: all, over every process of a multi-host run)
                  verbose:bool=True,   # progress bar and a line per epoch
@@ -736,7 +344,7 @@ class KerasBackend:
     def is_main(self)->bool: return main_process()   # process 0 (of a multi-host run) writes the run directory
     def agree(self, value): return agree(value)       # process 0's value, in every process
     def describe(self)->str:
-        with distributed(self.distribution): return describe()
+        with distributed(self.distribution): return describe_keras()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
             valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
         # first: releasing another config's spare clears Keras' session, and with it the distribution
@@ -752,12 +360,31 @@ class KerasBackend:
 
 # %% ../../nbs/backends/02_keras.ipynb #4d1fccd1
 @patch
-def free(self:KerasBackend, model=None):
-    """Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else
-    releases Keras' graphs"""
+def done_with(self:KerasBackend, model=None):
+    """Done with `model`: the next fit or load of its config reuses it and its compiled programs; anything else (or
+    no model) releases Keras' graphs"""
     if model is not None and model in _RESTART: self._spare = model; return
     self._spare = None
-    _SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()
+    SCORERS.clear(); import_keras().backend.clear_session(); gc.collect()
+
+@patch(cls_method=True)
+def start_devices(cls:KerasBackend, devices:int|None=None, coordinator:str|None=None, num_processes:int=1,
+                  process_id:int=0, heartbeat:int=100):
+    "JAX started: a CPU split into `devices` (the virtual TPU), and the hosts of a multi-host run joined"
+    from tpututor.devices.jax import virtual_jax, init_multihost
+    virtual_jax(devices, start=False)   # a CPU split into --devices; a TPU or GPU shows its own devices
+    init_multihost(coordinator, num_processes, process_id, heartbeat_s=heartbeat)
+    virtual_jax(devices)
+    if coordinator: print(f"if a host stops, the others stop within {heartbeat}s ('heartbeat timeout'); "
+                          "run the same command on every host again to resume from the finished folds")
+
+@patch(cls_method=True)
+def auto(cls:KerasBackend, tpu:bool, have)->tuple|None:
+    jax_keras = have('jax') and have('keras') and have('keras-hub')
+    if tpu and jax_keras: return 1, 'a TPU with JAX, Keras and KerasHub: Keras 3 on JAX reaches its chips as installed'
+    if tpu:
+        return 3, "a TPU: Keras 3 on JAX (tpututor.devices.frameworks.install_missing('keras') adds what is missing)"
+    return (11, 'no TPU and no PyTorch: Keras 3 on JAX') if jax_keras else None
 
 # %% ../../nbs/backends/02_keras.ipynb #e96779b1
 @patch
@@ -765,7 +392,7 @@ def _take(self:KerasBackend, cfg:TrainConfig):
     "The spare model when it was built for `cfg` (it is then no longer spare); otherwise None, the spare released"
     spare, self._spare = self._spare, None
     if spare is not None and _RESTART[spare][0] == cfg: return spare
-    if spare is not None: del spare; self.free()
+    if spare is not None: del spare; self.done_with()
     return None
 
 # %% ../../nbs/backends/02_keras.ipynb #9bec395f

@@ -1,4 +1,4 @@
-"""Hugging Face TensorFlow encoders with five task heads, tf.data pipelines that drop no prediction rows, tf-keras `fit` and a hand-written distributed loop: the `tf` backend
+"""tf.data pipelines that drop no prediction rows, tf-keras `fit` and a hand-written distributed loop training a Hugging Face TensorFlow network: the `tf` backend
 
 Docs: https://tpututor.github.io/tpututor/backends/tf.html.md"""
 
@@ -6,146 +6,23 @@ Docs: https://tpututor.github.io/tpututor/backends/tf.html.md"""
 
 # %% ../../nbs/backends/05_tf.ipynb #1d29b875
 from __future__ import annotations
-import contextlib, gc, time, weakref
+import gc, time
 from pathlib import Path
 import numpy as np
 from ..devices.frameworks import import_tf
 from ..config import (row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from ..models.hub import resolve_model, has_weights
-from ..models.checkpoint import checkpoint
+from ..models.tf import build_model, input_fields, scorer, per_example_loss, SCORERS
 from ..devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas,
                                  quiet_tf_logs, TfDevice)
-from ..meter import Throughput, model_dims, train_flops, datasheet_peak
-from .base import EpochLoop
+from ..flops import Throughput, model_dims, train_flops, datasheet_peak
+from .base import Backend, EpochLoop
 from ..rundir import atomic_write, RunDirError, assign_weights
 from .base import prepare_fit
 
 # %% auto #0
-__all__ = ['load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer', 'per_example_loss',
-           'train_dataset', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict', 'save_weights', 'load_weights',
-           'TfBackend']
-
-# %% ../../nbs/backends/05_tf.ipynb #efb148f2
-def _dropout_fields(config):
-    return [k for k in ('hidden_dropout_prob', 'attention_probs_dropout_prob',
-                        'dropout', 'attention_dropout') if hasattr(config, k)]
-
-# %% ../../nbs/backends/05_tf.ipynb #a4434704
-def load_encoder(
-    cfg:TrainConfig,     # uses `model` and `dropout`
-    name:str='encoder',  # Keras name of the encoder layer (fixes its weight names)
-):                       # a transformers `TFPreTrainedModel`
-    "The Hugging Face TensorFlow encoder of `cfg.model`: pretrained when weights exist, from the config otherwise"
-    import_tf()
-    import transformers
-    from transformers import TFAutoModel
-    # ModernBERT has no TensorFlow class: refused naming the backends that run it
-    ck = checkpoint(cfg.model).check('tf')
-    path, config = ck.path, ck.hf_config()
-    if cfg.dropout is not None:
-        for k in _dropout_fields(config): setattr(config, k, cfg.dropout)
-    level = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()   # "some weights were not used" (the position ids): expected
-    try:
-        if Path(path).is_dir() and not has_weights(path): enc = TFAutoModel.from_config(config, name=name)
-        elif Path(path).is_dir():
-            enc = TFAutoModel.from_pretrained(path, config=config, name=name,
-                                              from_pt=not (Path(path)/'tf_model.h5').exists())
-        else:
-            try: enc = TFAutoModel.from_pretrained(path, config=config, name=name)
-            except OSError as e:
-                if 'from_pt' not in str(e): raise
-                enc = TFAutoModel.from_pretrained(path, config=config, name=name, from_pt=True)
-    finally: transformers.logging.set_verbosity(level)
-    if not enc.built: enc.build_in_name_scope()   # from_config leaves it unbuilt: create the weights now
-    main = getattr(enc, enc.base_model_prefix, None)
-    if getattr(main, 'pooler', None) is not None: main.pooler.trainable = False
-    return enc
-
-# %% ../../nbs/backends/05_tf.ipynb #f81afcc1
-_POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'fp16': 'mixed_float16'}
-
-def input_fields(encoder)->list: # token arrays the encoder takes
-    "The `Encoded` fields an encoder accepts (DistilBERT, for one, has no `token_type_ids`)"
-    import inspect
-    params = inspect.signature(encoder.call).parameters
-    return [f for f in FIELDS if f in params]
-
-# %% ../../nbs/backends/05_tf.ipynb #d50b9ae1
-def mean_pool(hidden, mask): # (batch, hidden) float32
-    "Average of the token vectors where `mask` is 1, in float32"
-    tf = import_tf()
-    m = tf.cast(mask, tf.float32)[..., None]
-    return tf.reduce_sum(tf.cast(hidden, tf.float32) * m, 1) / tf.maximum(tf.reduce_sum(m, 1), 1.0)
-
-# %% ../../nbs/backends/05_tf.ipynb #2ee68bab
-@contextlib.contextmanager
-def precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
-    "Set the Keras mixed-precision policy for the layers built inside the block, then restore the previous one"
-    tf = import_tf()
-    if precision not in _POLICY: raise ValueError(f"precision={precision!r} is not one of {', '.join(_POLICY)}")
-    old = tf.keras.mixed_precision.global_policy()
-    tf.keras.mixed_precision.set_global_policy(_POLICY[precision])
-    try: yield
-    finally: tf.keras.mixed_precision.set_global_policy(old)
-
-# %% ../../nbs/backends/05_tf.ipynb #11699b1e
-def build_model(
-    cfg:TrainConfig,  # model, task, n_outputs, dropout, precision, seed
-    strategy=None,    # build inside this strategy's scope (default: the current strategy)
-):                    # a `tf.keras.Model` taking a dict of int32 token arrays
-    "The encoder of `cfg.model` with the head of the task (`cfg.spec.head`), built inside the strategy scope"
-    tf = import_tf()
-    strategy = strategy or tf.distribute.get_strategy()
-    L, spec = tf.keras.layers, cfg.spec
-    with precision_policy(cfg.precision), strategy.scope():
-        tf.keras.utils.set_random_seed(cfg.seed)
-        enc = load_encoder(cfg)
-        fields = input_fields(enc)
-        drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
-        dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
-        def embed(suffix=''):   # inputs named as `features` names them; '_b': the second text of a pair
-            inp = {f + suffix: L.Input((None,), dtype=tf.int32, name=f + suffix) for f in fields}
-            hidden = enc(**{f: inp[f + suffix] for f in fields}).last_hidden_state
-            return inp, mean_pool(hidden, inp['attention_mask' + suffix])
-        inp, u = embed()
-        if spec.head == 'linear': return tf.keras.Model(inp, dense(drop(u)), name=cfg.task)
-        inp_b, v = embed('_b')
-        if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
-        # siamese
-        else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))
-        return tf.keras.Model({**inp, **inp_b}, out, name=cfg.task)
-
-# %% ../../nbs/backends/05_tf.ipynb #b3915afa
-_SCORERS = weakref.WeakKeyDictionary()
-
-def scorer(model): # a one-text model: token arrays -> (batch, 1) scores
-    "The single-text scoring model inside a ranking model (its encoder and head: no new weights)"
-    if model not in _SCORERS:
-        tf = import_tf()
-        enc, head = model.get_layer('encoder'), model.get_layer('head')
-        fields = input_fields(enc)
-        with model.distribute_strategy.scope():
-            inp = {f: tf.keras.layers.Input((None,), dtype=tf.int32, name=f) for f in fields}
-            u = mean_pool(enc(**inp).last_hidden_state, inp['attention_mask'])
-            _SCORERS[model] = tf.keras.Model(inp, head(u), name='scorer')
-    return _SCORERS[model]
-
-# %% ../../nbs/backends/05_tf.ipynb #47ecc44b
-_LOSSES = {   # `Task.loss` -> f(tf, y_true, y_pred, margin): one loss per row, from the head's activated outputs
-    'cross_entropy':        lambda tf, y, p, m: tf.keras.losses.sparse_categorical_crossentropy(y, p),
-    'binary_cross_entropy': lambda tf, y, p, m: tf.keras.losses.binary_crossentropy(y, p),
-    'mse':                  lambda tf, y, p, m: tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1),
-    # y is unused: the order is the label
-    'margin':               lambda tf, y, p, m: tf.nn.relu(m - (p[:, 0] - p[:, 1])),
-}
-
-def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
-    "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
-    tf, loss, margin = import_tf(), _LOSSES[cfg.spec.loss], cfg.margin
-    return lambda y, p: loss(tf, y, p, margin)
+__all__ = ['train_dataset', 'lr_schedule', 'make_optimizer', 'fit_model', 'predict', 'save_weights', 'load_weights', 'TfBackend']
 
 # %% ../../nbs/backends/05_tf.ipynb #400e971f
 def _gather_dataset(x:dict, y, batches):
@@ -480,9 +357,12 @@ def load_weights(
     return assign_weights(model, path)
 
 # %% ../../nbs/backends/05_tf.ipynb #8ae6b9a6
-class TfBackend:
+class TfBackend(Backend):
     "Train, predict, save and load with TensorFlow/Keras on a TPU, GPUs or the CPU (the `Backend` contract)"
-    name = 'tf'
+    name, about = 'tf', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'
+    framework, extra = 'tensorflow', 'tf'
+    families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
+    why_not = "transformers has no TensorFlow class for it"
     def __init__(self,
                  loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the custom training loop)
                  strategy=None,       # a tf.distribute strategy (default: `get_strategy()` when first needed)
@@ -503,9 +383,9 @@ class TfBackend:
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)
     def load(self, cfg:TrainConfig, path): return load_weights(build_model(cfg, self.strategy), path)
-    def free(self, model=None):
+    def done_with(self, model=None):
         "Release Keras' graphs and layers; call `del model` too"
         tf = import_tf()
-        _SCORERS.clear()
+        SCORERS.clear()
         tf.keras.backend.clear_session()
         gc.collect()

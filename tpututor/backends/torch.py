@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from ..config import TrainConfig, Inputs
 from ..devices.torch import TorchDevice, init_distributed
-from ..torchcore import TaskModel, build_model, fit_model, predict, save_weights, load_weights
+from .pytorch.base import TaskModel, build_model, fit_model, predict, save_weights, load_weights
+from .base import Backend
 from fastcore.basics import patch
 
 # %% auto #0
@@ -21,10 +22,12 @@ def _model_key(cfg:TrainConfig)->tuple:
     return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
 
 # %% ../../nbs/backends/03_torch.ipynb #b59ce4d4
-class TorchBackend:
+class TorchBackend(Backend):
     """Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under
     torchrun (the `Backend` contract)"""
-    name = 'torch'
+    name, about = 'torch', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'
+    framework, extra = 'torch', 'torch'
+    cpu_bf16 = True   # bfloat16 on a CPU with its instructions: bench/bench_defaults.py measured it faster
     def __init__(self,
         device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)
         # `torch.compile` the model (static shapes: a program per bucket length); a string: its mode, e.g.
@@ -35,21 +38,21 @@ class TorchBackend:
         compile_cache=None,
     ):
         init_distributed(device)   # a torchrun launch: join its process group first
-        self.layer = TorchDevice(device, compile)
+        self.adapter = TorchDevice(device, compile)
         self.verbose, self.watchers = verbose, []   # the last fit's `CompileWatcher`s, one per epoch
-        self.compile_cache = self.layer.use_compile_cache(compile_cache)
+        self.compile_cache = self.adapter.use_compile_cache(compile_cache)
         # a freed model kept for the next fit or load of its config, so its programs and memory are reused
         self._spare = {}
 
-    def replicas(self)->int: return self.layer.replicas()
+    def replicas(self)->int: return self.adapter.replicas()
     @property
-    def is_main(self)->bool: return self.layer.is_main   # process 0 writes the run directory
-    def agree(self, value): return self.layer.agree(value)
-    def describe(self)->str: return self.layer.describe()
+    def is_main(self)->bool: return self.adapter.is_main   # process 0 writes the run directory
+    def agree(self, value): return self.adapter.agree(value)
+    def describe(self)->str: return self.adapter.describe()
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (every process predicts every row)"
-        return predict(cfg, model, data, self.layer)
+        return predict(cfg, model, data, self.adapter)
 
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
@@ -58,19 +61,17 @@ class TorchBackend:
         in place (nothing built again)"""
         key = _model_key(cfg)
         model = self._spare.pop(key, None)
-        if model is None: model = self.layer.place_model(build_model(cfg, pretrained=False, layer=self.layer))
+        if model is None: model = self.adapter.place_model(build_model(cfg, pretrained=False, adapter=self.adapter))
         model = load_weights(model, path); model._cfg_key = key
         return model
 
-    @property
     def compile_stats(
-        # f() -> {'compiles', 'cache_hits', 'seconds'} so far in this process; None in eager mode, where nothing
-        # compiles
-        self):
-        "torch.compile's own counts, for the k-fold layer's compile report"
-        if not self.layer.compile: return None
-        return lambda: dict(compiles=self.layer.count_compiles(),
-                            cache_hits=self.layer.cache_hits(), seconds=self.layer.compile_seconds())
+        self,
+    )->dict|None: # compiles, cache_hits, seconds so far in this process; None in eager mode, where nothing compiles
+        "torch.compile's own counts, for the k-fold adapter's compile report"
+        if not self.adapter.compile: return None
+        return dict(compiles=self.adapter.count_compiles(), cache_hits=self.adapter.cache_hits(),
+                    seconds=self.adapter.compile_seconds())
 
 # %% ../../nbs/backends/03_torch.ipynb #6dde6fed
 @patch
@@ -80,20 +81,25 @@ def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:In
     model = self._spare.pop(key, None)
     if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
         with torch.no_grad():
-            for t, v in zip(model.state_dict().values(), build_model(cfg, layer=self.layer).state_dict().values()):
+            for t, v in zip(model.state_dict().values(), build_model(cfg, adapter=self.adapter).state_dict().values()):
                 t.copy_(v)
-    model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, layer=self.layer,
+    model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, adapter=self.adapter,
                             verbose=self.verbose, watchers=self.watchers)
     model._cfg_key = key
     return model, hist
 
 # %% ../../nbs/backends/03_torch.ipynb #c7adb3ea
 @patch
-def free(self:TorchBackend, model:TaskModel|None=None)->None:
+def done_with(self:TorchBackend, model:TaskModel|None=None)->None:
     """Done with `model`: it is kept for the next fit or load of its config (its programs and memory reused, the next
     fold starts from the same line); any other model's memory is released"""
     key = getattr(model, '_cfg_key', None)
     if key is not None:
-        for old in self._spare.values(): self.layer.free(old)
+        for old in self._spare.values(): self.adapter.free(old)
         self._spare = {key: model}; return
-    self.layer.free(model)
+    self.adapter.free(model)
+
+@patch(cls_method=True)
+def auto(cls:TorchBackend, tpu:bool, have)->tuple|None:
+    if tpu: return (0, 'a TPU with TorchTPU: native PyTorch on its chips') if have('torch-tpu') else None
+    return (10, 'no TPU: native PyTorch on the GPU, else the CPU') if have('torch') else None

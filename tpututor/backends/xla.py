@@ -21,11 +21,11 @@ from ..devices.ops import use_compile_cache
 from ..devices.ops import compile_cache_dir
 from ..rundir import write_json, read_json
 from ..devices.xla import XlaDevice, check_precision, xla_model
-from .base import EpochLoop, History
-from .. import torchcore
+from .base import Backend, EpochLoop, History
+from .pytorch import base as torch_base   # what the torch and xla backends share
 from ..devices.torch import TorchDevice, AdamW
-from ..torchcore import (TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights, train_epoch,
-                                step_losses, as_is)
+from .pytorch.base import (TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights,
+                                            train_epoch, step_losses, as_is)
 
 # %% auto #0
 __all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
@@ -33,7 +33,7 @@ __all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit
 # %% ../../nbs/backends/04_xla.ipynb #a7e13876
 def build_model(cfg:TrainConfig, pretrained:bool=True)->TaskModel: # on the CPU; move it with `.to(device)`
     "The core's `build_model` for torch_xla: the family checked against the xla backend, the device's generator seeded"
-    return torchcore.build_model(cfg, pretrained, XlaDevice())
+    return torch_base.build_model(cfg, pretrained, XlaDevice())
 
 # %% ../../nbs/backends/04_xla.ipynb #bba943a8
 def fit_model(
@@ -50,29 +50,31 @@ def fit_model(
     mfu:bool=True,       # report model FLOPs utilisation against the device's measured peak (measured once, cached)
 )->tuple:                # (model, `History`)
     "Train a model for `cfg` on one XLA device or SPMD over a mesh (the core's `fit_model` on `XlaDevice`)"
-    return torchcore.fit_model(cfg, train, y_train, valid, y_valid, model, XlaDevice(mesh), verbose, watchers, mfu)
+    return torch_base.fit_model(cfg, train, y_train, valid, y_valid, model, XlaDevice(mesh), verbose, watchers, mfu)
 
 # %% ../../nbs/backends/04_xla.ipynb #6a060435
 def predict(cfg:TrainConfig, model:TaskModel, data:Inputs, mesh=None)->np.ndarray: # float32, one row per input row
     "Predictions of `model` (on the XLA device) for every row of `data`, SPMD over `mesh` if given"
-    return torchcore.predict(cfg, model, data, XlaDevice(mesh))
+    return torch_base.predict(cfg, model, data, XlaDevice(mesh))
 
 # %% ../../nbs/backends/04_xla.ipynb #8012ac82
 def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->float: # the mean loss
     "The task's loss of the predictions of `model` on `data`: every backend's validation loss"
-    return torchcore.evaluate(cfg, model, data, y, XlaDevice(mesh))
+    return torch_base.evaluate(cfg, model, data, y, XlaDevice(mesh))
 
 # %% ../../nbs/backends/04_xla.ipynb #d4436d69
-class XlaBackend:
+class XlaBackend(Backend):
     "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them (the `Backend` contract)"
-    name = 'xla'
+    name, about = 'xla', 'PyTorch/XLA: TPU, GPU or CPU'
+    framework, extra = 'torch_xla', 'xla'
+    predict_fp16 = False   # bfloat16 on every XLA device, a GPU without it included
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
         verbose:bool=True,  # progress bar and one line per epoch
         # folder keeping compiled graphs for later runs (default: `compile_cache_dir('torch_xla')`); 'off': none
         compile_cache=None,
     ):
-        self.spmd, self.verbose, self._layer = spmd, verbose, None
+        self.spmd, self.verbose, self._adapter = spmd, verbose, None
         self.watchers = []  # the last fit's `CompileWatcher`s, one per epoch
         # before anything compiles; None where it cannot help
         self.compile_cache = use_compile_cache('torch_xla', compile_cache)
@@ -80,39 +82,45 @@ class XlaBackend:
         self.compile_cache_why = compile_cache_status()['why']
 
     @property
-    def layer(self)->XlaDevice: # the device layer (made on first use: SPMD must start before the device is touched)
-        if self._layer is None: self._layer = XlaDevice(spmd_mesh() if self.spmd else None)
-        return self._layer
+    def adapter(self)->XlaDevice: # the device adapter (made on first use: SPMD must start before the device is touched)
+        if self._adapter is None: self._adapter = XlaDevice(spmd_mesh() if self.spmd else None)
+        return self._adapter
     @property
-    def mesh(self): return self.layer.mesh   # the SPMD mesh (None on one device)
-    def replicas(self)->int: return self.layer.replicas()
-    def describe(self)->str: return self.layer.describe()
+    def mesh(self): return self.adapter.mesh   # the SPMD mesh (None on one device)
+    def replicas(self)->int: return self.adapter.replicas()
+    def describe(self)->str: return self.adapter.describe()
 
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
         "Build `cfg.model` with a new head and train it; (model, History)"
         self.watchers = []
-        return torchcore.fit_model(cfg, train, y_train, valid, y_valid, layer=self.layer,
+        return torch_base.fit_model(cfg, train, y_train, valid, y_valid, adapter=self.adapter,
                                    verbose=self.verbose, watchers=self.watchers)
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"
-        return torchcore.predict(cfg, model, data, self.layer)
+        return torch_base.predict(cfg, model, data, self.adapter)
 
     def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device"
-        return self.layer.place_model(load_weights(build_model(cfg, pretrained=False), path))
+        return self.adapter.place_model(load_weights(build_model(cfg, pretrained=False), path))
 
     def compile_stats(
         self,
     )->dict: # graphs compiled (and loaded from the compile cache) by this process so far, and the seconds
         "torch_xla's own counts: compiles (`CompileTime` samples), compile-cache loads, seconds compiling"
-        return self.layer.compile_stats()
+        return self.adapter.compile_stats()
 
-    def free(self, model:TaskModel|None=None)->None:
+    def done_with(self, model:TaskModel|None=None)->None:
         "Release the model's device memory (the model is unusable afterwards); compiled graphs stay cached"
-        self.layer.free(model)
+        self.adapter.free(model)
+
+    @classmethod
+    def auto(cls, tpu:bool, have)->tuple|None:
+        if tpu and (have('torch-xla') or have('torch_xla')):
+            return 2, 'a TPU with torch_xla and no KerasHub: PyTorch/XLA reaches its chips'
+        return None
 
 # %% ../../nbs/backends/04_xla.ipynb #eff67ff9
 def fit_per_core(
@@ -130,16 +138,16 @@ def fit_per_core(
     use_compile_cache('torch_xla', Path(compile_cache) / f'process{index}' if compile_cache else 'off')
     import torch_xla.distributed.parallel_loader as pl
     from torch.utils.data import DataLoader, DistributedSampler
-    layer = XlaDevice(per_core=True)
-    dev = layer.device                                 # the first touch of the device: in the child
-    world, rank, n = layer.replicas(), layer.rank, n_rows(train)
+    adapter = XlaDevice(per_core=True)
+    dev = adapter.device                                 # the first touch of the device: in the child
+    world, rank, n = adapter.replicas(), adapter.rank, n_rows(train)
     model = build_model(cfg).to(dev); model.buckets = [width(train)]
     ds = EncodedDataset(train, check_targets(cfg, y_train, n))
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
     loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=as_is)
     steps = len(loader) // cfg.grad_accum
     total, peak = steps * cfg.epochs, cfg.lr * (world if cfg.scale_lr else 1)
-    opt = make_optimizer(model, cfg, layer)
+    opt = make_optimizer(model, cfg, adapter)
     step = iter(range(total))
     lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
     loop = EpochLoop(cfg, verbose=rank == 0, replicas=world, global_batch=cfg.batch_size * world * cfg.grad_accum,
@@ -148,16 +156,16 @@ def fit_per_core(
     for epoch in loop:
         sampler.set_epoch(epoch - 1)                   # a new shuffle each epoch, the same on every core
         w = CompileWatcher(warmup=1 if epoch == 1 else 0,
-                           name=f'core {rank}, epoch {epoch}', counter=layer.count_compiles)
-        t0, hits = time.perf_counter(), layer.cache_hits()
+                           name=f'core {rank}, epoch {epoch}', counter=adapter.count_compiles)
+        t0, hits = time.perf_counter(), adapter.cache_hits()
         losses = train_epoch(model, opt, cfg,
-                             islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, layer)
+                             islice(pl.MpDeviceLoader(loader, dev), steps * cfg.grad_accum), lr, w, adapter)
         secs = time.perf_counter() - t0
         loop.history.step_loss += step_losses(losses, cfg.grad_accum)
         loop.history.info['recompiles'].append(w.recompiles)
         if w.recompiles: print(w.report())
-        loop.end_epoch(layer.mean(np.mean(losses)), secs, len(losses) * cfg.batch_size * world, compiles=w.compiles,
-                       cache_hits=layer.cache_hits() - hits)
+        loop.end_epoch(adapter.mean(np.mean(losses)), secs, len(losses) * cfg.batch_size * world, compiles=w.compiles,
+                       cache_hits=adapter.cache_hits() - hits)
     hist = loop.finish()
     if rank == 0:
         save_weights(model, Path(out_dir) / 'model.safetensors')

@@ -8,9 +8,10 @@ Docs: https://tpututor.github.io/tpututor/devices/describe.html.md"""
 from __future__ import annotations
 import json, os, subprocess, sys, warnings
 from .frameworks import import_tf, import_xla, installed, not_installed, tpu_present
+from .ops import VirtualDeviceError
 
 # %% auto #0
-__all__ = ['FRAMEWORKS', 'describe', 'VirtualDeviceError', 'virtual_tpu']
+__all__ = ['FRAMEWORKS', 'describe', 'virtual_tpu']
 
 # %% ../../nbs/devices/02_describe.ipynb #b4dd9f9d
 # the order of describe's rows, JAX first: the path to the TPU on Kaggle and Colab
@@ -161,10 +162,6 @@ def _check_int(name, v, least):
     if not isinstance(v, int) or isinstance(v, bool) or v < least:
         raise ValueError(f"`{name}` must be an int >= {least}, got {v!r}")
     return v
-
-# %% ../../nbs/devices/02_describe.ipynb #9f88cf1d
-class VirtualDeviceError(RuntimeError):
-    "Raised when a framework has already set up its devices, so its CPU can no longer be split"
 
 # %% ../../nbs/devices/02_describe.ipynb #2e2aac5a
 _NAMES = {'xla': 'torch_xla', 'torch_xla': 'torch_xla', 'tf': 'tensorflow', 'tensorflow': 'tensorflow'}

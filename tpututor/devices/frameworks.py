@@ -10,7 +10,7 @@ import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
 from dataclasses import dataclass, field
 
 # %% auto #0
-__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE', 'FRAMEWORKS',
+__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE', 'GUARDED',
            'FrameworkOrderError', 'installed', 'not_installed', 'installed_version', 'import_xla', 'tpu_present',
            'check_xla_pair', 'KerasVersionError', 'keras_is_legacy', 'import_tf', 'installed_requires', 'Step',
            'install_plan', 'install_missing']
@@ -131,8 +131,8 @@ TORCH_RANGE = 'torch>=2.8,<2.16'                 # the torch backend: torch_xla'
 
 # %% ../../nbs/devices/01_frameworks.ipynb #20a6db32
 # Too big, or too tied to the TPU runtime, to change behind the user's back
-FRAMEWORKS = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflow', 'tensorflow-cpu',
-                        'tensorflow-tpu', 'tensorflow-text', 'transformers'})
+GUARDED = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflow', 'tensorflow-cpu',
+                     'tensorflow-tpu', 'tensorflow-text', 'transformers'})
 
 def installed_requires(dist:str)->list: # the requirements declared by installed `dist` ([] when not installed)
     "Requirement strings of an installed distribution"
@@ -155,7 +155,7 @@ class Step:
     def __repr__(self): return 'pip install ' + ' '.join(self.pip)
     @property
     def big(self)->bool:
-        return any(_name(a) in FRAMEWORKS for a in self.pip if not a.startswith('-') and '://' not in a)
+        return any(_name(a) in GUARDED for a in self.pip if not a.startswith('-') and '://' not in a)
 
 # %% ../../nbs/devices/01_frameworks.ipynb #442bd594
 def _unmet(dist, have, requires, skip=()):
@@ -177,7 +177,7 @@ def _plan_keras(have, requires, tpu):
                          'KerasHub alone: on Linux it requires tensorflow-text, which brings all of TensorFlow'))
     elif (unmet := _unmet('keras-hub', have, requires, skip={'tensorflow-text'})):
         plan.append(Step([r for r, _, _ in unmet], "KerasHub's requirements but tensorflow-text",
-                         [f'{n} {v}' for _, n, v in unmet if v is not None and _norm(n) in FRAMEWORKS]))
+                         [f'{n} {v}' for _, n, v in unmet if v is not None and _norm(n) in GUARDED]))
     if have('sentencepiece') is None and not any(_name(a) == 'sentencepiece' for s in plan for a in s.pip):
         plan.append(Step(['sentencepiece'], "KerasHub's Hugging Face tokenizer conversion imports it"))
     return plan

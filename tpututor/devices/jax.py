@@ -1,4 +1,4 @@
-"""Keras 3 imported without TensorFlow, eight JAX devices on a CPU, JAX's compiles counted, its compile cache on disk, the hosts of a multi-host run, and the peak a device reaches
+"""Keras 3 imported without TensorFlow, eight JAX devices on a CPU, JAX's compiles counted, its compile cache on disk, the hosts of a multi-host run, Keras' distribution over the devices, and the peak a device reaches
 
 Docs: https://tpututor.github.io/tpututor/devices/jax.html.md"""
 
@@ -8,10 +8,12 @@ Docs: https://tpututor.github.io/tpututor/devices/jax.html.md"""
 from __future__ import annotations
 import contextlib, os, re, sys
 import numpy as np
+from .ops import VirtualDeviceError
 
 # %% auto #0
-__all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'VirtualDevicesError', 'virtual_jax',
-           'describe_jax', 'main_process', 'init_multihost', 'gather', 'agree', 'local_rows', 'JaxDevice']
+__all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'virtual_jax', 'describe_jax', 'jax_kind',
+           'main_process', 'init_multihost', 'gather', 'agree', 'local_rows', 'on_jax', 'data_parallel', 'distributed',
+           'n_devices', 'n_replicas', 'describe_keras', 'to_numpy', 'JaxDevice']
 
 # %% ../../nbs/devices/03_jax.ipynb #64095c72
 _TF_MODULES = ('tensorflow', 'tensorflow_text')
@@ -58,10 +60,6 @@ def import_keras(
         except ImportError: raise ImportError("KerasHub is not installed: pip install 'tpututor[keras]'") from None
     return keras
 
-# %% ../../nbs/devices/03_jax.ipynb #754eace2
-class VirtualDevicesError(RuntimeError):
-    "JAX's CPU backend started before the device count could be set"
-
 # %% ../../nbs/devices/03_jax.ipynb #162d43d9
 def _started()->bool:
     try:
@@ -86,7 +84,7 @@ def virtual_jax(
         if not start: return []
     devs = jax.devices()
     if devs[0].platform == 'cpu' and jax.local_device_count() != n:
-        raise VirtualDevicesError(
+        raise VirtualDeviceError(
             f"JAX already started with {jax.local_device_count()} CPU devices, so it cannot show {n}: "
                                   "restart the kernel and call virtual_jax(n) before anything runs on JAX")
     return devs
@@ -98,6 +96,12 @@ def describe_jax()->str: # e.g. 'JAX, 8 devices (cpu)' or 'JAX, 2 processes x 4 
     p, d = jax.process_count(), jax.local_device_count()
     where = f'{p} processes x {d} devices' if p > 1 else f'{d} device' + ('s' if d > 1 else '')
     return f"JAX, {where} ({jax.devices()[0].platform})"
+
+# %% ../../nbs/devices/03_jax.ipynb #f0be55ff
+def jax_kind()->str: # e.g. 'TPU v5 lite', 'NVIDIA H100 80GB HBM3', 'cpu'
+    "What JAX calls the devices this run trains on"
+    import jax
+    return jax.local_devices()[0].device_kind
 
 # %% ../../nbs/devices/03_jax.ipynb #e24fc2c8
 _COMPILE_EVENT = '/jax/core/compile/backend_compile_duration'
@@ -252,6 +256,67 @@ def local_rows(
     if batch % k: raise ValueError(f"global batch {batch} does not split evenly over {k} processes")
     return slice(p * batch // k, (p + 1) * batch // k)
 
+# %% ../../nbs/devices/03_jax.ipynb #137c3433
+def on_jax()->bool: return import_keras().backend.backend() == 'jax'   # Keras runs on JAX (else TensorFlow or torch)
+
+# %% ../../nbs/devices/03_jax.ipynb #857ae9da
+def data_parallel(
+    devices=None,   # JAX devices to replicate the model over (default: all of them, over every process)
+):                  # a `keras.distribution.DataParallel`, or None for one device
+    "Keras' data parallelism over `devices`: the model copied to each, every batch split across them"
+    keras = import_keras(); import jax
+    devices = list(devices or jax.devices())
+    if len(devices) == 1: return None
+    # each process feeds its own rows (`local_rows`)
+    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
+
+# %% ../../nbs/devices/03_jax.ipynb #61829bde
+@contextlib.contextmanager
+def distributed(dist):
+    "Make `dist` Keras' distribution inside the block (nothing for None)"
+    keras = import_keras()
+    old = keras.distribution.distribution()
+    keras.distribution.set_distribution(dist)
+    try: yield
+    finally: keras.distribution.set_distribution(old)
+
+# %% ../../nbs/devices/03_jax.ipynb #5bd6b5a4
+def n_devices()->int: # devices a Keras run trains on: all JAX devices, or 1 on the TensorFlow and torch backends
+    "How many devices Keras trains on in sync"
+    if not on_jax(): return 1
+    import jax
+    dist = import_keras().distribution.distribution()
+    return int(np.prod(dist.device_mesh.shape)) if dist is not None else 1
+
+# %% ../../nbs/devices/03_jax.ipynb #57d27046
+def n_replicas()->int: # copies of the model training in sync: the devices, or with a data x model mesh its data axis
+    "How many data-parallel replicas split each batch (a copy of the weights spans `model_parallel` devices)"
+    dist = import_keras().distribution.distribution() if on_jax() else None
+    if dist is None: return 1
+    mesh = dist.device_mesh
+    return int(mesh.shape[list(mesh.axis_names).index(dist.batch_dim_name)])
+
+# %% ../../nbs/devices/03_jax.ipynb #65ae51b8
+def describe_keras(
+)->str: # e.g. 'JAX, 8 devices (cpu)', 'JAX, 8 devices (cpu), mesh 4 batch x 2 model' or 'Keras on torch, 1 device'
+    "The framework and devices Keras runs on, for logs"
+    if not on_jax(): return f"Keras on {import_keras().backend.backend()}, 1 device"
+    import jax
+    d, p, where = n_devices(), jax.process_count(), jax.devices()[0].platform
+    mesh = f", mesh {n_replicas()} batch x {d // n_replicas()} model" if n_replicas() != d else ''
+    hosts = f"{p} processes x {d // p} devices" if p > 1 else f"{d} device{'s' if d > 1 else ''}"
+    return f"JAX, {hosts} ({where})" + mesh
+
+# %% ../../nbs/devices/03_jax.ipynb #b7911f50
+def to_numpy(a)->np.ndarray: # the whole array, in this process's memory
+    """A JAX array (or a Keras tensor) as numpy, whole: a replicated one from this process's copy, a sharded one
+    gathered (from every process if need be)"""
+    if not hasattr(a, 'addressable_data'): return import_keras().ops.convert_to_numpy(a)
+    if a.is_fully_replicated: return np.asarray(a.addressable_data(0))
+    if a.is_fully_addressable: return np.asarray(a)
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+
 # %% ../../nbs/devices/03_jax.ipynb #d08929eb
 def _peak_flops(
     dtype:str='float32',  # 'float32' or 'bfloat16'
@@ -261,7 +326,7 @@ def _peak_flops(
     "The FLOP/s each local JAX device reaches on large matmuls, all at once; measured once and cached"
     import jax, jax.numpy as jnp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from tpututor.meter import cached_peak, host_name, best_rate
+    from tpututor.devices.ops import cached_peak, host_name, best_rate
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     devs = jax.local_devices(); d0 = devs[0]
     kind = f'CPU:{host_name()}' if d0.platform == 'cpu' else f'{d0.platform.upper()}:{d0.device_kind}'
@@ -276,11 +341,11 @@ def _peak_flops(
 
 # %% ../../nbs/devices/03_jax.ipynb #3ec4e0b7
 class JaxDevice:
-    """JAX's device layer for the meter's operations: the functions of this lesson, behind the methods every
+    """JAX's device adapter for the meter's operations: the functions of this lesson, behind the methods every
     framework has"""
     def kind(self)->str: # 'CPU:<model> xN', 'TPU:TPU v5 lite', 'GPU:NVIDIA H100 80GB HBM3'
         import jax
-        from tpututor.meter import host_name
+        from tpututor.devices.ops import host_name
         d = jax.local_devices()[0]
         return f'CPU:{host_name()}' if d.platform == 'cpu' else f'{d.platform.upper()}:{d.device_kind}'
     def peak_flops(self, dtype:str='float32', refresh:bool=False)->float: return _peak_flops(dtype, refresh=refresh)

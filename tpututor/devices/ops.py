@@ -1,4 +1,4 @@
-"""What each framework's device answers (its kind, its peak, its compiles, its compile cache) behind one public function each, and where compiled programs are kept
+"""What each framework's device answers (its kind, its peak, its compiles, its compile cache) behind one public function each, where compiled programs and measured peaks are kept
 
 Docs: https://tpututor.github.io/tpututor/devices/ops.html.md"""
 
@@ -6,13 +6,65 @@ Docs: https://tpututor.github.io/tpututor/devices/ops.html.md"""
 
 # %% ../../nbs/devices/00_ops.ipynb #02c420ca
 from __future__ import annotations
-import importlib, os
+import importlib, json, os, platform, time
 from pathlib import Path
-from ..meter import cache_dir
 
 # %% auto #0
-__all__ = ['OFF', 'DEVICE_LAYERS', 'cache_off', 'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops',
-           'peak_flops', 'count_compiles', 'use_compile_cache', 'device_kind']
+__all__ = ['OFF', 'DEVICE_ADAPTERS', 'VirtualDeviceError', 'cache_dir', 'cached_peak', 'best_rate', 'host_name', 'cache_off',
+           'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache', 'device_ops', 'peak_flops',
+           'count_compiles', 'use_compile_cache', 'device_kind']
+
+# %% ../../nbs/devices/00_ops.ipynb #98b8857b
+class VirtualDeviceError(RuntimeError):
+    "A framework has already set up its devices, so its CPU can no longer be split into the virtual TPU's"
+
+# %% ../../nbs/devices/00_ops.ipynb #5c467e74
+def cache_dir()->Path: # where measured figures are kept between runs
+    "`$TPUTUTOR_CACHE`, else `$XDG_CACHE_HOME/tpututor`, else ~/.cache/tpututor"
+    d = os.environ.get('TPUTUTOR_CACHE') or (
+        Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'tpututor')
+    return Path(d)
+
+# %% ../../nbs/devices/00_ops.ipynb #42c54060
+_PEAKS = {}
+
+def cached_peak(
+    key:str,              # what was measured where, e.g. 'xla|CPU|AMD EPYC x2|float32|1024'
+    measure,              # a function returning the FLOP/s, called when the figure is not cached
+    refresh:bool=False,   # measure again even when cached
+)->float:                 # FLOP/s
+    "A peak FLOP/s figure from this process, the cache file, or a new measurement (then written to the file)"
+    from tpututor.rundir import write_text
+    if key in _PEAKS and not refresh: return _PEAKS[key]
+    path = cache_dir() / 'peak_flops.json'
+    try: known = json.loads(path.read_text())
+    except (OSError, ValueError): known = {}
+    if refresh or not isinstance(known.get(key), (int, float)):
+        known[key] = float(measure())
+        try: write_text(path, json.dumps(known, indent=1, sort_keys=True))
+        except OSError: pass   # a read-only home: keep the figure for this process only
+    _PEAKS[key] = float(known[key])
+    return _PEAKS[key]
+
+# %% ../../nbs/devices/00_ops.ipynb #78b00420
+def best_rate(
+    run,              # f() that does the work once and waits for it to finish
+    flops:float,      # FLOPs of one call
+    repeats:int=3,    # timed calls after one untimed call (which compiles)
+)->float:             # FLOP/s of the fastest call
+    "FLOP/s of the fastest of `repeats` timed calls of `run`, after one call to compile and warm up"
+    run(); best = float('inf')
+    for _ in range(repeats):
+        t0 = time.perf_counter(); run(); best = min(best, time.perf_counter() - t0)
+    return flops / max(best, 1e-9)
+
+# %% ../../nbs/devices/00_ops.ipynb #aa36d30d
+def host_name()->str: # the CPU model and core count, a cache key for CPU figures
+    "What this host's CPU is, for cache keys and reports"
+    cpu = platform.processor() or platform.machine()
+    try: cpu = next(l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name'))
+    except (OSError, StopIteration): pass
+    return f'{cpu} x{os.cpu_count()}'
 
 # %% ../../nbs/devices/00_ops.ipynb #1e8d4263
 # what turns the compile cache off, in $TPUTUTOR_COMPILE_CACHE or a `compile_cache` argument
@@ -70,23 +122,23 @@ def clear_compile_cache(
     return freed
 
 # %% ../../nbs/devices/00_ops.ipynb #801a46bf
-DEVICE_LAYERS = {   # framework -> (module, class) of the object that answers the operations below for it
-    'torch': ('tpututor.torchcore', 'TorchDevice'),
+DEVICE_ADAPTERS = {   # framework -> (module, class) of the object that answers the operations below for it
+    'torch': ('tpututor.backends.pytorch.base', 'TorchDevice'),
     'torch_xla': ('tpututor.backends.xla', 'XlaDevice'),
     'jax': ('tpututor.devices.jax', 'JaxDevice'),
     'tensorflow': ('tpututor.devices.tf', 'TfDevice'),
 }
 
 def device_ops(
-    framework:str, # a key of `DEVICE_LAYERS`
-# its device layer: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(),
+    framework:str, # a key of `DEVICE_ADAPTERS`
+# its device adapter: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(),
 # use_compile_cache(path)
 ):
     "The object that answers the meter's questions for `framework` (its module is imported only now)"
     import importlib
-    if framework not in DEVICE_LAYERS:
-        raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_LAYERS)}")
-    mod, cls = DEVICE_LAYERS[framework]
+    if framework not in DEVICE_ADAPTERS:
+        raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_ADAPTERS)}")
+    mod, cls = DEVICE_ADAPTERS[framework]
     return getattr(importlib.import_module(mod), cls)()
 
 # %% ../../nbs/devices/00_ops.ipynb #2b704351
@@ -101,7 +153,7 @@ def count_compiles(framework:str)->int|None: # None where the framework compiles
 
 # %% ../../nbs/devices/00_ops.ipynb #fef6895e
 def use_compile_cache(
-    framework:str, # a key of `DEVICE_LAYERS`
+    framework:str, # a key of `DEVICE_ADAPTERS`
     path=None,     # the folder (default: `compile_cache_dir(framework)`); 'off': none
     **kwargs,      # the framework's own options (torch_xla: `force`, `readonly`)
 ): # the folder in use, or None

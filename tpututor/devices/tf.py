@@ -79,7 +79,7 @@ def _peak_flops(
 )->float:                 # FLOP/s of one replica while all run at once
     "The FLOP/s each replica of `strategy` reaches on large matmuls, all replicas at once; measured once and cached"
     import math, time
-    from tpututor.meter import cached_peak, host_name, best_rate
+    from tpututor.devices.ops import cached_peak, host_name, best_rate
     tf = import_tf()
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
     strategy = strategy or get_strategy(verbose=False)
@@ -111,13 +111,13 @@ def _peak_flops(
 
 # %% ../../nbs/devices/04_tf.ipynb #c75c5441
 class TfDevice:
-    "TensorFlow's device layer for the meter's operations"
+    "TensorFlow's device adapter for the meter's operations"
     def __init__(self,
                  strategy=None): # the strategy whose replicas answer (default: `get_strategy()`)
         self.strategy = strategy
     def kind(self)->str: # 'CPU:<model> xN', 'GPU:<name>', 'TPU'
         "What the strategy's first replica computes on"
-        from tpututor.meter import host_name
+        from tpututor.devices.ops import host_name
         tf = import_tf(); s = self.strategy or get_strategy(verbose=False)
         try: first = s.extended.worker_devices[0]
         except RuntimeError:

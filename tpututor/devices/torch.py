@@ -1,4 +1,4 @@
-"""The torch core's device layer for native PyTorch: the device torch.accelerator names (a CUDA GPU, a TPU chip through TorchTPU, or the CPU), one process or one per device under torchrun
+"""The torch core's device adapter for native PyTorch: the device torch.accelerator names (a CUDA GPU, a TPU chip through TorchTPU, or the CPU), one process or one per device under torchrun
 
 Docs: https://tpututor.github.io/tpututor/devices/torch.html.md"""
 
@@ -12,12 +12,12 @@ import numpy as np
 import torch
 from torch import nn
 from fastcore.basics import patch
-from ..meter import cached_peak, best_rate, host_name
+from .ops import cached_peak, best_rate, host_name
 from pathlib import Path
 from .ops import compile_cache_dir, cache_off
 
 # %% auto #0
-__all__ = ['LAYERS', 'accelerator', 'init_distributed', 'TorchDevice', 'register_layer', 'device_layer', 'AdamW']
+__all__ = ['ADAPTERS', 'accelerator', 'init_distributed', 'TorchDevice', 'register_adapter', 'device_adapter', 'AdamW']
 
 # %% ../../nbs/devices/05_torch.ipynb #b6e4238b
 def _dist():
@@ -60,7 +60,7 @@ def _dynamo_counter(group, key):
 class TorchDevice:
     """Native PyTorch on the device `torch.accelerator` names (CPU, CUDA, TorchTPU's 'tpu'), one process or one per
     device (torch.distributed)"""
-    name = 'torch'       # the backend this layer serves (families are checked against it)
+    name = 'torch'       # the backend this adapter serves (families are checked against it)
     framework = 'torch'  # the compile-cache folder's name
     attention = 'sdpa'   # transformers' attention kernel: fused scaled-dot-product attention
     def __init__(self,
@@ -198,7 +198,7 @@ def mean(self:TorchDevice, x:float)->float: # `x` averaged over the processes
 # %% ../../nbs/devices/05_torch.ipynb #8b722a77
 @patch
 def agree(self:TorchDevice, value): # process 0's `value`, in every process
-    "Process 0's value (the k-fold layer's 'is this fold done?'), so that every process takes the same path"
+    "Process 0's value (the k-fold adapter's 'is this fold done?'), so that every process takes the same path"
     d = _dist()
     if d is None: return value
     box = [value]; d.broadcast_object_list(box, src=0); return box[0]
@@ -284,27 +284,28 @@ def free(self:TorchDevice, model:nn.Module|None=None):
     if self.device.type != 'cpu': torch.accelerator.empty_cache()
 
 # %% ../../nbs/devices/05_torch.ipynb #2d238a05
-# device type -> its layer ('module:Class', imported on first use); others: `TorchDevice`
-LAYERS = {'xla': 'tpututor.devices.xla:XlaDevice'}
+# device type -> its adapter ('module:Class', imported on first use); others: `TorchDevice`
+ADAPTERS = {'xla': 'tpututor.devices.xla:XlaDevice'}
 
-def register_layer(
+def register_adapter(
     device_type:str,  # what `torch.device(...).type` says, e.g. 'xla'
-    layer,            # a `TorchDevice` subclass, or 'module:Class'
+    adapter,            # a `TorchDevice` subclass, or 'module:Class'
 ):
-    "Make `device_layer` answer with `layer` for models on `device_type`"
-    LAYERS[device_type] = layer
+    "Make `device_adapter` answer with `adapter` for models on `device_type`"
+    ADAPTERS[device_type] = adapter
 
 # %% ../../nbs/devices/05_torch.ipynb #cd2c34eb
-def device_layer(
+def device_adapter(
     model:nn.Module|None=None, # a model whose parameters' device decides (None: native torch on `accelerator()`)
-)->TorchDevice:                # `TorchDevice`, or the layer `LAYERS` names for the model's device type
-    "The device layer that reaches the device `model` lives on"
+)->TorchDevice:                # `TorchDevice`, or the adapter `ADAPTERS` names for the model's device type
+    "The device adapter that reaches the device `model` lives on"
     import importlib
     dev = next(model.parameters()).device if model is not None else None
-    layer = LAYERS.get(dev.type) if dev is not None else None
-    if layer is None: return TorchDevice(dev)
-    if isinstance(layer, str): mod, _, cls = layer.partition(':'); layer = getattr(importlib.import_module(mod), cls)
-    return layer()
+    adapter = ADAPTERS.get(dev.type) if dev is not None else None
+    if adapter is None: return TorchDevice(dev)
+    if isinstance(adapter, str):
+        mod, _, cls = adapter.partition(':'); adapter = getattr(importlib.import_module(mod), cls)
+    return adapter()
 
 # %% ../../nbs/devices/05_torch.ipynb #73e21562
 class AdamW(torch.optim.Optimizer):

@@ -1,4 +1,4 @@
-"""What torch_xla compiled and ran, in plain words; the peak an XLA device reaches; an SPMD mesh and sharded batches; the compile cache where programs load back; and the torch core's device layer for XLA devices
+"""What torch_xla compiled and ran, in plain words; the peak an XLA device reaches; an SPMD mesh and sharded batches; the compile cache where programs load back; and the torch core's device adapter for XLA devices
 
 Docs: https://tpututor.github.io/tpututor/devices/xla.html.md"""
 
@@ -97,7 +97,7 @@ def metrics_summary(
 def _device_kind()->str: # e.g. 'CPU:AMD EPYC x2', 'TPU:TPU v5 lite', 'CUDA:NVIDIA H100 80GB HBM3'
     "What the XLA device of this process is, for cache keys and reports"
     tx = import_xla(); xm = importlib.import_module('torch_xla.core.xla_model')
-    from tpututor.meter import host_name
+    from tpututor.devices.ops import host_name
     dev = tx.device(); hw = xm.xla_device_hw(dev)
     if hw == 'CPU': return f'CPU:{host_name()}'
     try: return f'{hw}:{xm.xla_device_kind(dev)}'
@@ -112,7 +112,7 @@ def _peak_flops(
 )->float:                 # FLOP/s of one XLA device
     "The FLOP/s one XLA device reaches on a large matmul, measured once and cached"
     import torch, time
-    from tpututor.meter import cached_peak, best_rate
+    from tpututor.devices.ops import cached_peak, best_rate
     tx = import_xla()
     xm, xr = importlib.import_module('torch_xla.core.xla_model'), importlib.import_module('torch_xla.runtime')
     if dtype not in ('float32', 'bfloat16'): raise ValueError(f"dtype={dtype!r}: use 'float32' or 'bfloat16'")
@@ -310,7 +310,7 @@ def xla_model(): # `torch_xla.core.xla_model`, imported safely
 
 # %% ../../nbs/devices/07_xla.ipynb #e45d3808
 class XlaDevice(TorchDevice):
-    """The torch core's device layer for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD
+    """The torch core's device adapter for torch_xla: lazy tensors cut into one graph per step, on one XLA device, SPMD
     over a mesh, or one process per core"""
     name, framework = 'xla', 'torch_xla'
     attention = 'eager'   # SDPA's mask check fetches a value mid-step: two graphs per step (section 1)

@@ -8,7 +8,7 @@ Docs: https://tpututor.github.io/tpututor/lessons/tpu.html.md"""
 from __future__ import annotations
 import math
 import numpy as np
-from ..specs import TPU_SPECS, tpu_spec, tpu_table, mxu_size
+from ..datasheets import TPU_SPECS, tpu_spec, tpu_table, mxu_size
 
 # %% auto #0
 __all__ = ['pad_to_multiple', 'systolic_matmul', 'layer_flops', 'chip_picture', 'mxu_utilisation']

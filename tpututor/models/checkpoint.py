@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/models/checkpoint.html.md"""
 
 # %% ../../nbs/models/02_checkpoint.ipynb #b8914665
 from __future__ import annotations
-import json
+import hashlib, json
 from dataclasses import dataclass, field
 from pathlib import Path
 from .hub import resolve_model, hub_file
@@ -14,7 +14,8 @@ from .families import FAMILIES, DECODERS, family_of, refusal
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = ['READS', 'keras_preset_name', 'Checkpoint', 'checkpoint', 'model_config', 'check_family']
+__all__ = ['READS', 'WEIGHT_FILES', 'keras_preset_name', 'Checkpoint', 'checkpoint', 'model_config', 'check_family',
+           'checkpoint_files', 'checkpoint_hash']
 
 # %% ../../nbs/models/02_checkpoint.ipynb #f83f91f2
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
@@ -104,3 +105,41 @@ def check_family(
 )->str|None:       # the family, when known
     "Refuse a model whose family `backend` cannot run (`checkpoint(model).check(backend)`)"
     return checkpoint(model).check(backend).family
+
+# %% ../../nbs/models/02_checkpoint.ipynb #4c6e38fe
+WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json',
+                'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
+
+def checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
+    """The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if
+    need be)"""
+    ck = checkpoint(model)
+    get = (lambda f: Path(ck.path)/f) if ck.local else (lambda f: Path(hub_file(ck.path, f)))
+    files = [get('config.json')]
+    for w in WEIGHT_FILES:
+        try: p = get(w)
+        except Exception: continue   # not in this hub repository
+        if not p.exists(): continue
+        files.append(p)
+        if w.endswith('.index.json'):
+            files += [get(s) for s in sorted(set(json.loads(p.read_text())['weight_map'].values()))]
+        break
+    return files
+
+# %% ../../nbs/models/02_checkpoint.ipynb #39b0ad06
+def _sample(path:Path, h, samples:int=16, size:int=1 << 16):
+    "Feed `h` a file's size, a safetensors header whole, and `samples` evenly spaced blocks of its bytes"
+    n = path.stat().st_size; h.update(f'{path.name}\x00{n}\x00'.encode())
+    with open(path, 'rb') as f:
+        if n <= samples * size: h.update(f.read()); return
+        if path.suffix == '.safetensors': head = int.from_bytes(f.read(8), 'little'); h.update(f.read(min(head, n - 8)))
+        for i in range(samples): f.seek(i * (n - size) // (samples - 1)); h.update(f.read(size))
+
+# %% ../../nbs/models/02_checkpoint.ipynb #683919ca
+def checkpoint_hash(model)->str: # 16 hex digits
+    "A hash of a checkpoint's config and weights files that tells one checkpoint from another without reading gigabytes"
+    files = checkpoint_files(model)
+    if len(files) < 2: raise FileNotFoundError(f"{model}: no weights file ({', '.join(WEIGHT_FILES)}) to hash")
+    h = hashlib.sha256()
+    for p in files: _sample(p, h)
+    return h.hexdigest()[:16]

@@ -11,41 +11,35 @@ from pathlib import Path
 from .hub import resolve_model
 
 # %% auto #0
-__all__ = ['FAMILIES', 'DECODERS', 'family_of', 'backends_for', 'refusal']
+__all__ = ['FAMILIES', 'DECODERS', 'DECODER_TYPES', 'family_of', 'backends_for', 'refusal']
 
 # %% ../../nbs/models/01_families.ipynb #cabeaa09
-FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind, backends that run it
-    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM',
-                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM',
-                        tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM',
-                        tokenizer='roberta', backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM',
-                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM',
-                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining',
-                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM',
-                        tokenizer='bert',    backends=('keras', 'xla', 'torch', 'tf', 'bow')),
-    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM',
-                        tokenizer='bert',    backends=('xla', 'torch', 'bow')),
+FAMILIES = {  # family -> model_type, the class hub checkpoints are saved from, tokenizer kind
+    'bert':        dict(model_type='bert',        hub_class='BertForMaskedLM', tokenizer='bert'),
+    'roberta':     dict(model_type='roberta',     hub_class='RobertaForMaskedLM', tokenizer='roberta'),
+    'xlm-roberta': dict(model_type='xlm-roberta', hub_class='XLMRobertaForMaskedLM', tokenizer='roberta'),
+    'distilbert':  dict(model_type='distilbert',  hub_class='DistilBertForMaskedLM', tokenizer='bert'),
+    'albert':      dict(model_type='albert',      hub_class='AlbertForMaskedLM', tokenizer='bert'),
+    'electra':     dict(model_type='electra',     hub_class='ElectraForPreTraining', tokenizer='bert'),
+    'deberta-v3':  dict(model_type='deberta-v2',  hub_class='DebertaV2ForMaskedLM', tokenizer='bert'),
+    'modernbert':  dict(model_type='modernbert',  hub_class='ModernBertForMaskedLM', tokenizer='bert'),
 }
 
 # %% ../../nbs/models/01_families.ipynb #3deaf0f3
-# decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer, backends
-# that run it
+# decoder LLM family -> its model_types, the class hub checkpoints are saved from, BOS added by its tokenizer
 DECODERS = {
     'gemma':   dict(model_types=('gemma', 'gemma2', 'gemma3_text'),
-                    hub_class='GemmaForCausalLM',   bos=True,  backends=('keras',)),
+                    hub_class='GemmaForCausalLM',   bos=True),
     'qwen':    dict(model_types=('qwen2', 'qwen3'),
-                    hub_class='Qwen2ForCausalLM',   bos=False, backends=('keras',)),
+                    hub_class='Qwen2ForCausalLM',   bos=False),
     'llama':   dict(model_types=('llama',),
-                    hub_class='LlamaForCausalLM',   bos=True,  backends=('keras',)),
+                    hub_class='LlamaForCausalLM',   bos=True),
     'mistral': dict(model_types=('mistral',),
-                    hub_class='MistralForCausalLM', bos=True,  backends=('keras',)),
+                    hub_class='MistralForCausalLM', bos=True),
 }
+
+# every model_type of a decoder LLM family: the one list the FLOP counts and the memory plan read
+DECODER_TYPES = tuple(t for d in DECODERS.values() for t in d['model_types'])
 
 def _get(config, key, default=None):
     return config.get(key, default) if isinstance(config, dict) else getattr(config, key, default)
@@ -67,32 +61,33 @@ def family_of(
         (f for f, d in DECODERS.items() if mt in d['model_types']), None)
 
 # %% ../../nbs/models/01_families.ipynb #b12ea7ed
+def _runs(name:str, family)->bool:
+    from tpututor.backends.registry import backend_class
+    try: cls = backend_class(name)
+    except ImportError: return False   # a registered backend whose package is missing runs nothing here
+    runs = getattr(cls, 'runs', None)  # a class that is not a `Backend` subclass: it answers for every family
+    return True if runs is None else runs(family)
+
 def backends_for(
     family:str|None, # a family name (`family_of`), or None
-)->tuple: # names of the backends that run `family` (for an unknown one: those that load any encoder)
-    "The backends that train and predict with a family, as the family matrix shows"
-    known = FAMILIES | DECODERS
-    return known[family]['backends'] if family in known else ('xla', 'torch', 'bow')
+)->tuple: # names of the registered backends that run `family`
+    "The backends that train and predict with a family, as each says of itself (`Backend.runs`)"
+    from tpututor.backends.registry import backend_names
+    return tuple(b for b in backend_names() if _runs(b, family))
 
 # %% ../../nbs/models/01_families.ipynb #12171513
-# every backend a family names
-_SHIPPED = {b for d in (FAMILIES | DECODERS).values() for b in d['backends']} | {'xla', 'torch', 'bow'}
-
 def refusal(
     family:str|None,    # the checkpoint's family (`family_of`), None for an architecture not in the tables
-    backend:str,        # a backend's `name`: 'keras', 'xla', 'tf', 'torch', 'bow'
+    backend:str,        # a registered backend's name ('keras', 'xla', 'tf', 'torch', 'bow' or one of your own)
     model:str='',       # the model's name, for the message
     model_type:str|None=None, # its config's `model_type`, for the message when the family is unknown
 )->str|None:            # why `backend` cannot run it and which backends do; None when it can
     "The message that refuses a family a backend cannot run, naming the backends that run it"
-    if backend not in _SHIPPED or backend in backends_for(family) or (
-        family not in FAMILIES | DECODERS and backend != 'keras'):
-        return None
-    runs = [b for b in backends_for(family) if b != 'bow']
+    from tpututor.backends.registry import backend_names, backend_class
+    if backend not in backend_names() or _runs(backend, family): return None
+    runs = [b for b in backends_for(family) if not getattr(backend_class(b), 'baseline', False)]
     what = f"{family} ({model})" if family else f"model type {model_type!r} ({model})"
-    why = {'keras': "KerasHub cannot convert its Hugging Face checkpoints",
-           'tf': "transformers has no TensorFlow class for it"}.get(backend, '')
-    if family in DECODERS:
-        why = "a decoder LLM trains as a classifier (last-token head, LoRA, a data x model mesh) in KerasHub only"
+    why = getattr(backend_class(backend), 'why_not', '')
+    if family in DECODERS: why = "it trains no decoder LLM (a classifier on the last token, LoRA, a data x model mesh)"
     return (f"The {backend} backend cannot run {what}" + (f": {why}" if why else '') +
             f". Use backend {' or '.join(map(repr, runs))}, which run{'s' if len(runs) == 1 else ''} it.")
