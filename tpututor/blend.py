@@ -1,4 +1,4 @@
-"""Several runs on the same rows and folds read back, checked, and blended with non-negative weights fitted on their out-of-fold predictions, scored on folds the weights never saw
+"""Finished runs on the same rows and folds, blended with non-negative weights fitted on out-of-fold predictions
 
 Docs: https://tpututor.github.io/tpututor/blend.html.md"""
 

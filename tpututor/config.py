@@ -1,4 +1,4 @@
-"""The training configuration shared by the CLI, the k-fold run and every backend, checked once when it is built, and the inputs they pass around
+"""The training configuration the CLI, the k-fold run and every backend share, checked once when it is built
 
 Docs: https://tpututor.github.io/tpututor/config.html.md"""
 

@@ -1,4 +1,4 @@
-"""Labelled English text that installs from PyPI: Rotten Tomatoes snippets and BBC News articles, as DataFrames, and users' own tables read and checked
+"""Labelled English text that installs from PyPI (Rotten Tomatoes, BBC News), and users' own tables read and checked
 
 Docs: https://tpututor.github.io/tpututor/data.html.md"""
 

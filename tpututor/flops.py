@@ -1,4 +1,4 @@
-"""Training FLOPs of an encoder or a decoder LLM, a device's datasheet peak, and examples/s and MFU for every backend's progress line
+"""Training FLOPs of an encoder or a decoder LLM, a device's datasheet peak, examples/s and MFU
 
 Docs: https://tpututor.github.io/tpututor/flops.html.md"""
 

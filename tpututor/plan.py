@@ -1,4 +1,4 @@
-"""The bytes a training step needs on each device (weights, gradients, optimizer state, activations), from the model's config alone, checked against XLA's own analysis of the compiled step; the TPU's HBM, the largest batch that fits, and a roofline step time
+"""The memory a training step needs per device, from the config alone, against the HBM; a roofline step time
 
 Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 

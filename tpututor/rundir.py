@@ -1,4 +1,4 @@
-"""Files that are whole or absent: atomic writes, a run directory that knows which run it holds, and finished folds that survive an interruption
+"""Files that are whole or absent: atomic writes, a run directory that knows its run, folds that survive a crash
 
 Docs: https://tpututor.github.io/tpututor/rundir.html.md"""
 

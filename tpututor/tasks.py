@@ -1,4 +1,4 @@
-"""What each of the five fine-tuning tasks means, in one place: its targets, head, activation, loss, metrics and main metric
+"""The five fine-tuning tasks in one table: targets, head, activation, loss, metrics and main metric
 
 Docs: https://tpututor.github.io/tpututor/tasks.html.md"""
 

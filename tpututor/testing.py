@@ -1,4 +1,4 @@
-"""Tiny random checkpoints of every family, the family matrix that runs them through a backend, the switch that rehearses a tutorial's TPU setting on this machine, and the hashes that keep recorded results honest
+"""Tiny random checkpoints of every family, the family matrix, a tutorial's TPU rehearsal, recorded-result hashes
 
 Docs: https://tpututor.github.io/tpututor/testing.html.md"""
 

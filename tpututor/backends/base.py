@@ -1,4 +1,4 @@
-"""What every training backend does, with the same arguments in the same order: one `History`, one epoch loop that keeps the best weights and stops early, one progress display, and the smallest backend that meets the contract
+"""What every backend does and shares: the `Backend` class, one `History`, one epoch loop, one progress display
 
 Docs: https://tpututor.github.io/tpututor/backends/base.html.md"""
 

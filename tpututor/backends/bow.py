@@ -1,4 +1,4 @@
-"""Logistic or ridge regression on hashed token counts: the baseline a fine-tune must beat, and the backend contract in its smallest form
+"""Logistic or ridge regression on hashed token counts: the baseline to beat, and the smallest backend
 
 Docs: https://tpututor.github.io/tpututor/backends/bow.html.md"""
 

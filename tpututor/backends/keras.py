@@ -1,4 +1,4 @@
-"""Keras `fit` of a KerasHub network on every JAX device: static-shape batches, predictions for every row, JAX compiles counted, a new fold on the compiled programs, and the `keras` backend
+"""The `keras` backend: KerasHub networks fit on every JAX device with static shapes, compiles counted and reused
 
 Docs: https://tpututor.github.io/tpututor/backends/keras.html.md"""
 

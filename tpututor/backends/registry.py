@@ -1,4 +1,4 @@
-"""Which backends `tpututor train --backend NAME`, `predict` and `blend` know: the built-in ones and any other, registered by a call or by an installed package's entry point
+"""Which backends `--backend NAME` knows: the built-in ones, and any registered by a call or an entry point
 
 Docs: https://tpututor.github.io/tpututor/backends/registry.html.md"""
 

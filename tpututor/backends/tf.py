@@ -1,4 +1,4 @@
-"""tf.data pipelines that drop no prediction rows, tf-keras `fit` and a hand-written distributed loop training a Hugging Face TensorFlow network: the `tf` backend
+"""The `tf` backend: tf.data pipelines, tf-keras `fit` and a distributed custom loop for Hugging Face TF models
 
 Docs: https://tpututor.github.io/tpututor/backends/tf.html.md"""
 

@@ -1,4 +1,4 @@
-"""Native PyTorch under the backend contract: the torch core on the device torch.accelerator names, eager or with torch.compile, one process or one per device under torchrun
+"""The `torch` backend: native PyTorch on the accelerator's device, eager or compiled, one process per device
 
 Docs: https://tpututor.github.io/tpututor/backends/torch.html.md"""
 

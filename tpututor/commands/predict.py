@@ -1,4 +1,4 @@
-"""A finished run's folds on new rows, from the run directory alone; finished runs blended on their out-of-fold predictions
+"""A finished run's folds on new rows, from the run directory alone; finished runs blended
 
 Docs: https://tpututor.github.io/tpututor/commands/predict.html.md"""
 

@@ -1,4 +1,4 @@
-"""The run a command line asks for: the data read and checked, the backend started, the speed options chosen, k-fold run, predictions written in the user's terms
+"""The run a command line asks for: data checked, backend started, speed options chosen, folds, predictions
 
 Docs: https://tpututor.github.io/tpututor/commands/train.html.md"""
 

@@ -1,4 +1,4 @@
-"""CompileWatcher counts the programs a framework compiles step by step and, after warm-up, names in plain words the input whose shape changed
+"""CompileWatcher: the programs a framework compiles step by step, and which input's shape made a new one
 
 Docs: https://tpututor.github.io/tpututor/devices/compiles.html.md"""
 

@@ -1,4 +1,4 @@
-"""describe() lists the devices JAX, PyTorch/XLA and TensorFlow see without starting any of them in this process; virtual_tpu() splits a CPU into eight devices for PyTorch/XLA and TensorFlow
+"""The devices JAX, PyTorch/XLA and TensorFlow see, listed without starting them; a CPU split into eight
 
 Docs: https://tpututor.github.io/tpututor/devices/describe.html.md"""
 

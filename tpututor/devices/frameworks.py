@@ -1,4 +1,4 @@
-"""import_xla and import_tf, which refuse an import order that would abort the process, and install_missing, which adds only what a Kaggle or Colab image lacks
+"""Frameworks imported in an order that cannot abort the process, and installed only where the image lacks them
 
 Docs: https://tpututor.github.io/tpututor/devices/frameworks.html.md"""
 

@@ -1,4 +1,4 @@
-"""Keras 3 imported without TensorFlow, eight JAX devices on a CPU, JAX's compiles counted, its compile cache on disk, the hosts of a multi-host run, Keras' distribution over the devices, and the peak a device reaches
+"""Keras 3 without TensorFlow, eight JAX devices on a CPU, compiles counted and cached, many hosts, the peak
 
 Docs: https://tpututor.github.io/tpututor/devices/jax.html.md"""
 

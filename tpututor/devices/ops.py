@@ -1,4 +1,4 @@
-"""What each framework's device answers (its kind, its peak, its compiles, its compile cache) behind one public function each, where compiled programs and measured peaks are kept
+"""What each framework's device answers, one function each; where compiled programs and measured peaks are kept
 
 Docs: https://tpututor.github.io/tpututor/devices/ops.html.md"""
 

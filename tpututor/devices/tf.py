@@ -1,4 +1,4 @@
-"""Find the TPU (or GPUs, or the virtual TPU), build the right `tf.distribute` strategy, and size batches, learning rate and steps per execution for it
+"""The right `tf.distribute` strategy for the TPU, GPUs or virtual TPU, and the batches and steps sized for it
 
 Docs: https://tpututor.github.io/tpututor/devices/tf.html.md"""
 

@@ -1,4 +1,4 @@
-"""The torch core's device adapter for native PyTorch: the device torch.accelerator names (a CUDA GPU, a TPU chip through TorchTPU, or the CPU), one process or one per device under torchrun
+"""The device adapter for native PyTorch: a CUDA GPU, a TPU chip through TorchTPU or the CPU, under torchrun
 
 Docs: https://tpututor.github.io/tpututor/devices/torch.html.md"""
 

@@ -1,4 +1,4 @@
-"""What torch_xla compiled and ran, in plain words; the peak an XLA device reaches; an SPMD mesh and sharded batches; the compile cache where programs load back; and the torch core's device adapter for XLA devices
+"""torch_xla in plain words: what compiled and ran, the peak, an SPMD mesh, the compile cache, its device adapter
 
 Docs: https://tpututor.github.io/tpututor/devices/xla.html.md"""
 

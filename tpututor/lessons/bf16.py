@@ -1,4 +1,4 @@
-"""The TPU's 16-bit float: its bit layout, how a float32 is rounded to it, how far apart its numbers are, and its range, where float16 gives up
+"""The TPU's 16-bit float: its bits, how a float32 rounds to it, how far apart its numbers are, and its range
 
 Docs: https://tpututor.github.io/tpututor/lessons/bf16.html.md"""
 

@@ -1,4 +1,4 @@
-"""The matrix unit as a systolic array, MXU versus VPU work, the TPUs that Kaggle and Colab give you, why shapes and batches get padded, and how far a run is from the peak
+"""The matrix unit as a systolic array, MXU and VPU work, Kaggle's and Colab's TPUs, padding, distance from the peak
 
 Docs: https://tpututor.github.io/tpututor/lessons/tpu.html.md"""
 

@@ -1,4 +1,4 @@
-"""Checkpoint: where a model's files are, its config and its family, read once at the boundary of a run and handed down, so that nothing below reads config.json again or asks the hub twice
+"""A model's files, config and family, read once at the start of a run and handed down; checkpoint hashes
 
 Docs: https://tpututor.github.io/tpututor/models/checkpoint.html.md"""
 

@@ -1,4 +1,4 @@
-"""Hugging Face DeBERTa-v3 and ELECTRA checkpoints into KerasHub backbones, written the way KerasHub writes its converters
+"""Hugging Face DeBERTa-v3 and ELECTRA checkpoints into KerasHub backbones, the way KerasHub writes converters
 
 Docs: https://tpututor.github.io/tpututor/models/convert.html.md"""
 

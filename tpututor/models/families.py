@@ -1,4 +1,4 @@
-"""Which family a checkpoint is, which backends run it, and tiny random checkpoints of each family saved as the hub saves them
+"""Which family a checkpoint is, which backends run it, and tiny random checkpoints of each family
 
 Docs: https://tpututor.github.io/tpututor/models/families.html.md"""
 

@@ -1,4 +1,4 @@
-"""The Keras 3 model a `TrainConfig` asks for: a KerasHub backbone converted from a Hugging Face checkpoint, the task's head, its loss per row and AdamW on the shared schedule
+"""The Keras 3 model a `TrainConfig` asks for: a converted KerasHub backbone, the task's head, loss and AdamW
 
 Docs: https://tpututor.github.io/tpututor/models/keras.html.md"""
 

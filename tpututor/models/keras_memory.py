@@ -1,4 +1,4 @@
-"""XLA's own count of a Keras training step's memory on each JAX device, compiled but not run, and the refusal of a TPU run that will not fit
+"""XLA's own count of a Keras training step's memory per JAX device, and the refusal of a run that won't fit
 
 Docs: https://tpututor.github.io/tpututor/models/keras_memory.html.md"""
 

@@ -1,4 +1,4 @@
-"""Gemma, Qwen, Llama and Mistral checkpoints as classifiers: the head on the last real token, LoRA adapters saved alone or merged, and a data x model mesh that shards the weights over the chips
+"""Gemma, Qwen, Llama and Mistral as classifiers: a last-token head, LoRA adapters, a data x model mesh
 
 Docs: https://tpututor.github.io/tpututor/models/llm.html.md"""
 

@@ -1,4 +1,4 @@
-"""A Hugging Face TensorFlow encoder with the task's head on its masked mean, built inside a strategy's scope under a mixed-precision policy, and each task's loss per row
+"""A Hugging Face TensorFlow encoder with the task's head, built in a strategy's scope, and each task's loss
 
 Docs: https://tpututor.github.io/tpututor/models/tf.html.md"""
 

@@ -1,4 +1,4 @@
-"""The PyTorch model, heads, losses, datasets, loaders and training loop, written once; device adapters behind them run it natively (a CPU, a GPU or TorchTPU) or on torch_xla
+"""The PyTorch model, heads, losses, data and training loop, written once for the torch and xla backends
 
 Docs: https://tpututor.github.io/tpututor/backends/pytorch.html.md"""
 
