@@ -7,6 +7,7 @@ Docs: https://tpututor.github.io/tpututor/backends/base.html.md"""
 # %% ../../nbs/backends/00_base.ipynb #26d53701
 from __future__ import annotations
 import math, os, sys, time
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 import numpy as np
@@ -267,13 +268,17 @@ class Backend:
     whole_model:bool = True
 
     def __init__(self, verbose:bool=True): self.verbose = verbose   # progress bar and a line per epoch
+    @abstractmethod   # marked, not enforced: the registry refuses a class that leaves it so
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None,
             y_valid=None)->tuple[Any, History]: # a fresh model from `cfg.model` trained, and what it did
         raise NotImplementedError(f"{type(self).__name__} must define fit")
+    @abstractmethod
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: # one row per input row, in input order
         raise NotImplementedError(f"{type(self).__name__} must define predict")
+    @abstractmethod
     def save(self, model, path)->None: # the weights, as safetensors
         raise NotImplementedError(f"{type(self).__name__} must define save")
+    @abstractmethod
     def load(self, cfg:TrainConfig, path): # a model of `cfg` with the weights saved at `path`
         raise NotImplementedError(f"{type(self).__name__} must define load")
 

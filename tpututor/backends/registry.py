@@ -74,7 +74,9 @@ def backend_class(
         try: cls = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as e:
             raise ImportError(f"backend {name!r} ({target}) cannot be imported: {e}") from e
-    missing = [m for m in REQUIRED if not callable(getattr(cls, m, None))]
+    # absent, or `Backend`'s own placeholder (marked abstract) left as it is
+    missing = [m for m in REQUIRED
+               if not callable(f := getattr(cls, m, None)) or getattr(f, '__isabstractmethod__', False)]
     if missing:
         raise TypeError(f"backend {name!r} ({getattr(cls, '__qualname__', cls)}) has no {', '.join(missing)}: "
                         f"subclass tpututor.backends.Backend and define them")
