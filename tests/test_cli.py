@@ -66,6 +66,10 @@ def bad_cases(d):
         'hub id, no internet': (['--data', d/'train.csv', '--model', 'tpututor-tests/never-downloaded'], 'add the model to the notebook as a Kaggle model or dataset'),
         'family the backend cannot run': (['--data', d/'train.csv', '--model', d/'modernbert', '--backend', 'keras'],
                                           "The keras backend cannot run modernbert"),
+        'pack on a backend that does not': (['--data', d/'train.csv', '--backend', 'keras', '--pack'],
+                                            "pack=True acts only in backend 'xla' or 'torch', not in 'keras'"),
+        'pack a family that cannot': (['--data', d/'train.csv', '--model', d/'modernbert', '--backend', 'torch', '--pack'],
+                                      'pack=True cannot run modernbert'),
         'max length too small': (['--data', d/'train.csv', '--max-len', 4], 'max_len=4 is too small'),
         'batch too large for replicas': (['--data', d/'train.csv', '--batch-size', 1000], 'rows per step, more than the 400 training rows of a fold'),
         'test without text column': (['--data', d/'train.csv', '--test', write(d, 'test_bad.csv', pd.DataFrame({'id': [1], 'body': ['x']}))], "--test file"),
@@ -77,7 +81,8 @@ def bad_cases(d):
 
 CASES = ['missing file', 'a folder', 'unreadable bytes', 'empty csv', 'header only', 'missing column', 'NaN texts',
          'non-string text', 'NaN labels', 'single class', 'fewer rows than folds', 'rare class', 'unknown backend',
-         'unknown task', 'unknown precision', 'model path missing', 'hub id, no internet', 'family the backend cannot run', 'max length too small', 'batch too large for replicas',
+         'unknown task', 'unknown precision', 'model path missing', 'hub id, no internet', 'family the backend cannot run', 'pack on a backend that does not',
+         'pack a family that cannot', 'max length too small', 'batch too large for replicas',
          'test without text column', 'output not writable', 'test without data', 'sample submission does not fit']
 
 @pytest.mark.parametrize('case', CASES)

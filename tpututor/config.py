@@ -34,6 +34,11 @@ class TrainConfig:
     # the buckets' lengths when fixed for a whole run (`run_kfold` sets them from every row); None: chosen from each
     # fit's rows
     bucket_lengths:tuple|None=None
+    # several texts to a row of max_len tokens, attention inside each text: one shape, almost no padding (torch, xla)
+    pack:bool=False
+    # a packed run's (rows per step per replica, most texts per row) when fixed for a whole run (`run_kfold` sets it);
+    # None: chosen from each fit's rows
+    pack_shape:tuple|None=None
     batch_size:int=32           # per replica; global batch = batch_size x replicas
     epochs:int=2                # passes over the training data
     lr:float=5e-5               # peak learning rate (AdamW)
@@ -103,6 +108,18 @@ def check_fields(
              and list(L) == sorted(set(L)),
              f"bucket_lengths={L!r} must be increasing integers from 1 to max_len={self.max_len}, or None")
         object.__setattr__(self, 'bucket_lengths', tuple(L))   # from JSON a list: a tuple keeps the config hashable
+    need(isinstance(self.pack, bool), f"pack={self.pack!r} must be True or False")
+    if self.pack:
+        need(not spec.pair, f"pack=True packs single texts (or pairs as one sequence); task {self.task!r} encodes two "
+                            "texts apart, which packed rows do not pair up: leave pack off")
+        need(self.buckets == 0, f"pack=True and buckets={self.buckets}: packing replaces length buckets (one shape, "
+                                "almost no padding); leave buckets at 0")
+    if self.pack_shape is not None:
+        S = self.pack_shape
+        need(isinstance(S, (tuple, list)) and len(S) == 2 and all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in S),
+             f"pack_shape={S!r} must be (rows per step, most texts per row), two integers >= 1, or None")
+        object.__setattr__(self, 'pack_shape', tuple(S))
     for name in ('batch_size', 'epochs', 'grad_accum', 'model_parallel') + spe:
         need(getattr(self, name) >= 1, f"{name}={getattr(self, name)!r} must be an integer >= 1")
     need(self.lr > 0, f"lr={self.lr} must be positive")
@@ -116,7 +133,7 @@ def check_fields(
 
 # %% ../nbs/04_config.ipynb #79e0440f
 # settings only some backends act on (`Backend.options`), with the value that turns each off
-OPTIONAL = dict(lora=0, model_parallel=1)
+OPTIONAL = dict(lora=0, model_parallel=1, pack=False)
 
 def check_options(
     cfg:TrainConfig,   # the run's config
@@ -141,9 +158,11 @@ def check_run(
     processes:int=1,        # processes of a multi-host run
 )->Checkpoint:              # the run's model, resolved
     """Everything a run cannot do, refused once before any work: a family the backend cannot run, options it ignores,
-    a model axis across hosts"""
+    what the backend itself refuses (`Backend.check_config`), a model axis across hosts"""
     ck = checkpoint(cfg.model).check(backend)
     check_options(cfg, backend)
+    from tpututor.backends.registry import backend_names, backend_class
+    if backend in backend_names(): getattr(backend_class(backend), 'check_config', lambda cfg: None)(cfg)
     if devices and cfg.model_parallel > 1 and devices // cfg.model_parallel < processes:
         raise ValueError(f"model_parallel={cfg.model_parallel} over {devices} devices in {processes} processes leaves "
                          f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy "
@@ -240,6 +259,7 @@ def length_plan(
     """The lengths `data` is padded to: `cfg.bucket_lengths` (plus the arrays' width for a longer row), N chosen for
     these rows, or the width"""
     w, lengths = width(data), row_lengths(data)
+    if cfg.pack: return [w]
     if cfg.bucket_lengths:
         L = [l for l in cfg.bucket_lengths if l <= w]
         return L + [w] if not L or lengths.max() > L[-1] else L

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run
 from .encoding import Encoded, choose_buckets, assign_buckets
+from .packing import pack_shape
 from .backends.base import History
 from .flops import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
@@ -144,6 +145,7 @@ def keep_for_predict(
     kit = {'task': cfg.task, 'n_outputs': cfg.n_outputs,
            'classes': None if classes is None else [str(c) for c in classes],
            'backend': backend, 'max_len': cfg.max_len, 'buckets': cfg.buckets, 'bucket_lengths': cfg.bucket_lengths,
+           'pack_shape': cfg.pack_shape,
            'precision': cfg.precision, 'model_parallel': cfg.model_parallel,
            'lora': cfg.lora, **keep_model(out/'model', cfg, whole)}
     write_json(out/'predict.json', kit)
@@ -153,16 +155,19 @@ def keep_for_predict(
 COMPILE_KEYS = ('compiles', 'cache_hits', 'compile_seconds')   # what a fold's record says of its compiles
 
 def fixed_shapes(
-    cfg:TrainConfig,        # with `buckets` > 0 to fix anything
+    cfg:TrainConfig,        # with `buckets` > 0 or `pack` to fix anything
     train:Inputs,           # every training row of the run
     test:Inputs|None=None,  # and every test row
     fold=None,              # each training row's fold (`make_folds`): lengths fold 0 would not use are merged away
     batch:int=1,            # rows of one training step (batch_size x replicas x grad_accum)
 )->TrainConfig:             # `cfg`, with `bucket_lengths` chosen from all those rows
-    """Length buckets chosen once for a whole run, each used by fold 0, so that every later fold trains and predicts
-    on shapes fold 0 compiled"""
-    if not cfg.buckets or cfg.bucket_lengths: return cfg
+    """Length buckets (or a packed run's shape) chosen once for a whole run, each used by fold 0, so that every later
+    fold trains and predicts on shapes fold 0 compiled"""
     data = [train] + ([test] if test is not None else [])
+    if cfg.pack and not cfg.pack_shape:   # rows per step and texts per row, from every row the run packs
+        lengths = np.concatenate([row_lengths(d) for d in data])
+        return cfg.replace(pack_shape=pack_shape(lengths, max(width(d) for d in data), cfg.batch_size))
+    if not cfg.buckets or cfg.bucket_lengths: return cfg
     w = max(width(d) for d in data)
     if w > cfg.max_len: return cfg   # arrays wider than the config says: leave it to each fit
     L = choose_buckets(np.concatenate([row_lengths(d) for d in data]), cfg.buckets, max_len=w)
@@ -181,6 +186,11 @@ def fixed_shapes(
 # %% ../nbs/10_kfold.ipynb #c79802ec
 def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     "What a k-fold run should compile, said before it starts"
+    if cfg.pack and cfg.pack_shape:
+        rows, most = cfg.pack_shape
+        return (f"compiles expected: in fold 0, one training and one prediction program for its one packed shape "
+                f"({rows} rows of {cfg.max_len} tokens a step per device, at most {most} texts a row), 2 in all, plus "
+                "the framework's small ones (initialising weights, the optimizer); after fold 0: none")
     n = len(cfg.bucket_lengths or [cfg.max_len])
     lengths = ', '.join(map(str, cfg.bucket_lengths or [cfg.max_len]))
     what = f"each of {n} lengths ({lengths})" if n > 1 else f"its one length ({lengths})"

@@ -139,6 +139,7 @@ def predict_config(
     cfg = TrainConfig.from_dict(meta['config'])
     ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
     if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
+    if kit.get('pack_shape'): ch['pack_shape'] = tuple(kit['pack_shape'])
     if kit.get('base'): ch['model'] = attach_base(kit, base)
     # a run from an older tpututor: its model as it was
     elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')

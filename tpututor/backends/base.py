@@ -259,7 +259,7 @@ class Backend:
     decoders:bool = False       # it trains decoder LLMs (`DECODERS`) as classifiers
     why_not:str = ''            # why it cannot run the families it leaves out, said when it refuses one
     baseline:bool = False       # a baseline: a refusal names it only where nothing else runs the family
-    options:tuple = ()          # settings it acts on that the others ignore: 'lora', 'model_parallel', 'pure_bf16'
+    options:tuple = ()          # settings it acts on that others ignore: 'lora', 'model_parallel', 'pure_bf16', 'pack'
     speed_options:bool = True   # batch size, length buckets and precision act on it (the speed defaults apply)
     cpu_bf16:bool = False       # bfloat16 trains faster than fp32 on a CPU with bfloat16 instructions
     predict_fp16:bool = True    # it predicts in float16 on a GPU without bfloat16
@@ -334,6 +334,15 @@ def runs(cls:Backend,
     if family in DECODERS: return cls.decoders
     if family in FAMILIES: return cls.families is None or family in cls.families
     return cls.other_encoders
+
+# %% ../../nbs/backends/00_base.ipynb #97b13ff5
+@patch(cls_method=True)
+def check_config(cls:Backend,
+    cfg, # the run's `TrainConfig`, its family and options already checked (`tpututor.config.check_run`)
+):
+    """Refuse, before any work, a run this backend cannot do beyond its families and options (a ValueError saying
+    what to do); by default nothing is refused"""
+    pass
 
 # %% ../../nbs/backends/00_base.ipynb #d7c54f9a
 def pick_backend(

@@ -13,13 +13,15 @@ from ..devices.torch import TorchDevice, init_distributed
 from .pytorch.base import TaskModel, build_model, fit_model, predict, save_weights, load_weights
 from .base import Backend
 from fastcore.basics import patch
+from ..models.packed import check_packing
+
 
 # %% auto #0
 __all__ = ['TorchBackend']
 
 # %% ../../nbs/backends/03_torch.ipynb #d31bbe42
 def _model_key(cfg:TrainConfig)->tuple:
-    return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout)   # what fixes the weights' shapes
+    return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout, cfg.pack)   # what fixes the weights' shapes and inputs
 
 # %% ../../nbs/backends/03_torch.ipynb #b59ce4d4
 class TorchBackend(Backend):
@@ -27,6 +29,11 @@ class TorchBackend(Backend):
     torchrun (the `Backend` contract)"""
     name, about = 'torch', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'
     framework, extra = 'torch', 'torch'
+    options = ('pack',)   # packed rows (`tpututor.models.packed`)
+    @classmethod
+    def check_config(cls, cfg):
+        "A packed run of an encoder that cannot take packed rows is refused before any work"
+        if cfg.pack: check_packing(cfg)
     cpu_bf16 = True   # bfloat16 on a CPU with its instructions: bench/bench_defaults.py measured it faster
     def __init__(self,
         device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)

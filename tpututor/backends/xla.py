@@ -26,6 +26,8 @@ from .pytorch import base as torch_base   # what the torch and xla backends shar
 from ..devices.torch import TorchDevice, AdamW
 from .pytorch.base import (TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights,
                                             train_epoch, step_losses, as_is)
+from ..models.packed import check_packing
+
 
 # %% auto #0
 __all__ = ['build_model', 'fit_model', 'predict', 'evaluate', 'XlaBackend', 'fit_per_core', 'launch_fit']
@@ -67,6 +69,11 @@ class XlaBackend(Backend):
     "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them (the `Backend` contract)"
     name, about = 'xla', 'PyTorch/XLA: TPU, GPU or CPU'
     framework, extra = 'torch_xla', 'xla'
+    options = ('pack',)   # packed rows (`tpututor.models.packed`)
+    @classmethod
+    def check_config(cls, cfg):
+        "A packed run of an encoder that cannot take packed rows is refused before any work"
+        if cfg.pack: check_packing(cfg)
     predict_fp16 = False   # bfloat16 on every XLA device, a GPU without it included
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
@@ -183,9 +190,9 @@ def launch_fit(
 )->History:           # the history core 0 wrote (its step losses; the epoch losses averaged over the cores)
     "Train with one process per XLA device (`torch_xla.launch`); call it before this process touches the device"
     tx = import_xla(); check_precision(cfg); check_inputs(cfg, train)
-    if cfg.buckets:
-        raise ValueError("launch_fit feeds each core fixed-shape batches from a DistributedSampler: use buckets=0, "
-                                         "or XlaBackend(spmd=True) for length buckets over many devices")
+    if cfg.buckets or cfg.pack:
+        raise ValueError("launch_fit feeds each core fixed-shape batches from a DistributedSampler: use buckets=0 and "
+                         "pack=False, or XlaBackend(spmd=True) for length buckets or packed rows over many devices")
     if tx._XLAC._xla_runtime_is_initialized():
         raise RuntimeError(
             "this process has already used the XLA device, so torch_xla.launch cannot hand the devices to per-core "

@@ -53,7 +53,8 @@ def speed_defaults(
 _CHOICES = {'task': TASKS, 'precision': PRECISIONS}
 
 # %% ../../nbs/commands/00_options.ipynb #d6b76677
-_DERIVED = ('n_outputs',)   # set from the labels, not an option
+# set from the labels, or fixed by the k-fold run from every row: not options
+_DERIVED = ('n_outputs', 'bucket_lengths', 'pack_shape')
 
 def _type(anno):
     t = str(anno)

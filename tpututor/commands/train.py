@@ -256,6 +256,7 @@ def fit_batch(job:Job,
     if backend.speed_options:   # not the baseline: it has no batches, shapes or precision
         given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (
             not args.data and k in DEFAULT_JOB)}
+        if cfg.pack: given |= {'buckets'}   # packed rows have one shape: no length buckets
         chosen, line = speed_defaults(
             given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(backend) if dev == 'cpu' else True)
         # a CPU's devices are slices of the same cores: the rows per step stay the same

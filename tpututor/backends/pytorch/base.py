@@ -6,21 +6,20 @@ Docs: https://tpututor.github.io/tpututor/backends/pytorch.html.md"""
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #b63781ad
 from __future__ import annotations
-import gc, inspect, json, os, sys, time, weakref
-from contextlib import nullcontext
+import inspect, json, time
 from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
-from ...config import (TrainConfig, Inputs, FIELDS, check_targets, check_inputs, row_lengths, width, features,
-                             lr_at, length_plan)
+from ...config import (TrainConfig, Inputs, FIELDS, check_targets, check_inputs, row_lengths, width, lr_at,
+                             length_plan)
 from ...tasks import Task
-from ...encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
-from ...models.hub import resolve_model, has_weights
+from ...encoding import Encoded
+from ...models.hub import has_weights
 from ...models.checkpoint import checkpoint
 from ...devices.compiles import CompileWatcher
-from ...flops import Throughput, model_dims, datasheet_peak
+from ...flops import Throughput, model_dims, datasheet_peak, train_flops
 from ...devices.ops import cached_peak, best_rate, host_name
 from ...devices.ops import compile_cache_dir
 from ...rundir import atomic_write
@@ -28,82 +27,15 @@ from ..base import EpochLoop
 from ...devices.torch import TorchDevice, device_adapter
 from fastcore.basics import patch
 from ..base import prepare_fit
+from ...packing import pack, pack_shape
+from ...models.packed import packing_style, packed_hidden, segment_pool, packed_loss
+from ...models.torch_batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
+                                               predict_batches, PackedData)
 
 # %% auto #0
-__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'mean_pool',
-           'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer', 'predict',
+__all__ = ['mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer', 'predict',
            'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'train_data', 'run_epoch',
            'fit_model']
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #981dbfeb
-def length_buckets(
-    data:Inputs, # training inputs
-    n:int=0,     # 0: one fixed length (the arrays' width); n > 0: n bucket lengths
-)->list:         # sorted bucket lengths
-    "The sequence lengths training batches are cut to"
-    return [width(data)] if n == 0 else choose_buckets(row_lengths(data), n, max_len=width(data))
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #9cfaf62e
-def _cols(a, L):
-    "`a` cut, or zero-padded, to `L` columns"
-    return a[:, :L] if a.shape[1] >= L else np.pad(a, ((0, 0), (0, L - a.shape[1])))
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #fea7cbb6
-def as_is(batch): return batch  # collate_fn: `__getitems__` already built the batch
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #74c19bd4
-class EncodedDataset:
-    """Token arrays (one text or a pair) and targets; a batch comes back cut to the bucket length that holds its
-    longest row"""
-    def __init__(self,
-        data:Inputs,   # an `Encoded`, or a pair `(Encoded, Encoded)`
-        y=None,        # targets as `check_targets` returns them (None: no 'labels' in the batches)
-        buckets=None,  # bucket lengths (default: the arrays' width, a single fixed length)
-    ):
-        first = data if isinstance(data, Encoded) else data[0]
-        self.x = features(data, tuple(first.arrays()))   # input_ids, ... and input_ids_b, ... for a pair's second text
-        self.y, self.lengths = y, row_lengths(data)
-        self.buckets = sorted(buckets or [width(data)])
-        # rows longer than training saw
-        if len(self) and self.lengths.max() > self.buckets[-1]: self.buckets.append(width(data))
-    def __len__(self): return len(self.lengths)
-    def bucket_len(self, idx)->int:
-        "Shortest bucket length holding every row of `idx`"
-        return self.buckets[assign_buckets([self.lengths[idx].max()], self.buckets)[0]]
-    def __getitems__(self, idx)->dict:
-        """The batch of rows `idx`: {'input_ids', 'attention_mask'[, 'token_type_ids'][, same with '_b' for the 2nd
-        text][, 'labels']}"""
-        idx = np.asarray(idx); L = self.bucket_len(idx)
-        out = {k: torch.from_numpy(np.ascontiguousarray(_cols(a[idx], L))) for k, a in self.x.items()}
-        if self.y is not None: out['labels'] = torch.from_numpy(self.y[idx])
-        return out
-    def __getitem__(self, i): return {k: v[0] for k, v in self.__getitems__([i]).items()}
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #d1c22d51
-def train_batches(
-    ds:EncodedDataset, # the training rows
-    batch_size:int,    # rows per micro-batch (the global batch on many devices)
-    grad_accum:int=1,  # micro-batches per optimizer step
-    seed:int=0,        # shuffling seed (use a new one each epoch)
-)->list:               # row-index arrays, `grad_accum` consecutive ones per optimizer step
-    "Shuffled full micro-batches, each optimizer step's from one bucket"
-    groups = bucket_batches(ds.lengths, ds.buckets, batch_size * grad_accum, shuffle=True, seed=seed, drop_last=True)
-    return [idx[i * batch_size:(i + 1) * batch_size] for _, idx in groups for i in range(grad_accum)]
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #6d862663
-def train_loader(ds:EncodedDataset, batch_size:int, grad_accum:int=1, seed:int=0): # a `torch.utils.data.DataLoader`
-    "DataLoader over `train_batches`"
-    return torch.utils.data.DataLoader(
-        ds, batch_sampler=train_batches(ds, batch_size, grad_accum, seed), collate_fn=as_is)
-
-# %% ../../../nbs/backends/02a_pytorch.ipynb #0dd30282
-def predict_batches(
-    ds:EncodedDataset, # the rows to predict
-    batch_size:int,    # rows per batch
-)->list:               # (row indices padded to `batch_size`, number of real rows)
-    "Batches covering every row in order of bucket; a partial batch is padded by repeating its last row"
-    return [(np.concatenate([idx, np.repeat(idx[-1:], batch_size - len(idx))]), len(idx))
-            for _, idx in bucket_batches(ds.lengths, ds.buckets, batch_size, shuffle=False, drop_last=False)]
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #08a80057
 def mean_pool(hidden, mask): # (batch, hidden)
@@ -126,9 +58,14 @@ class TaskModel(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(4 * h if self.kind == 'siamese' else h, n_outputs)
         self.buckets = None   # set by training: the sequence lengths the model was compiled for
+        self.packing = None   # (style, first position id) when it takes packed rows (`packing_style`)
+        self.pack_shape = None  # set by a packed run: (rows per step per replica, most texts per row)
 
     def embed(self, batch:dict): # (batch, hidden)
-        "Masked mean of the encoder's last hidden states"
+        "Masked mean of the encoder's last hidden states; of packed rows, a mean per text slot"
+        if 'segment_ids' in batch:
+            return segment_pool(packed_hidden(self.encoder, batch, *self.packing), batch['segment_ids'],
+                                self.pack_shape[1])
         x = {k: batch[k] for k in FIELDS if k in batch}
         return mean_pool(self.encoder(**x).last_hidden_state, batch['attention_mask'])
 
@@ -157,8 +94,10 @@ def task_loss(
     cfg:TrainConfig,   # the task (its loss name, `cfg.spec.loss`) and the ranking margin
     out,               # the model's forward output
     y=None,            # targets (None for ranking)
+    weights=None,      # packed rows: 1 for a text's slot, 0 for an empty one (the mean is over texts)
 ):                     # a scalar tensor (float32)
     "The task's mean loss on the head's outputs; works on any device"
+    if weights is not None: return packed_loss(cfg.spec.loss, out, y, weights)
     return _LOSSES[cfg.spec.loss](out.float(), y, cfg.margin)
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #2366622c
@@ -228,7 +167,9 @@ def build_model(
             enc = _load_encoder(path, conf, weights, 'eager')
     finally: transformers.logging.set_verbosity(level)
     drop = cfg.dropout if cfg.dropout is not None else getattr(conf, 'hidden_dropout_prob', 0.1)
-    return TaskModel(enc, cfg.spec, cfg.n_outputs, drop).train()   # from_pretrained leaves the encoder in eval mode
+    model = TaskModel(enc, cfg.spec, cfg.n_outputs, drop)
+    if cfg.pack: model.packing = packing_style(enc, cfg.max_len, name=cfg.model)   # asked, or refused, up front
+    return model.train()   # from_pretrained leaves the encoder in eval mode
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #ac43a58f
 def param_groups(
@@ -247,12 +188,39 @@ def make_optimizer(model:nn.Module, cfg:TrainConfig, adapter:TorchDevice|None=No
     "The adapter's AdamW over `model`, with `cfg.weight_decay` on the weight matrices only"
     return (adapter or device_adapter(model)).optimizer(param_groups(model, cfg.weight_decay), cfg.lr)
 
+# %% ../../../nbs/backends/02a_pytorch.ipynb #8c46d5fc
+def _packed_outputs(model:TaskModel, cfg:TrainConfig, data:Encoded, adapter:TorchDevice)->np.ndarray:
+    """`_outputs` of a packed model: every text packed longest first into steps of the run's shape (the last filled
+    with empty rows), one output per text, in input order"""
+    rows, most = model.pack_shape
+    p = pack(data, most)
+    n = max(1, rows * cfg.predict_batch_size // cfg.batch_size) * adapter.replicas() // adapter.split
+    ds, outs, was_training, fwd = PackedData(data, None, model.pack_shape), [], model.training, adapter.forward(model)
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, len(p), n):
+            part = p[i:i + n]
+            if len(part) < n:   # empty rows: all padding, each token attending to itself
+                fill = lambda k, v: np.full((n - len(part),) + v.shape[1:], -1 if k == 'texts' else 0, v.dtype)
+                part = type(p)(**{k: np.concatenate([v, fill(k, v)]) for k, v in part.arrays().items()})
+            b = ds.batch(part, np.arange(n)); del b['weights']
+            with adapter.autocast(cfg.precision): o = fwd(adapter.place(b, share=False)).float()
+            adapter.replicate([o]); adapter.step_end(); outs.append((part.texts.reshape(-1), o))
+    res = None
+    for who, o in outs:
+        o = o.cpu().numpy()
+        if res is None: res = np.zeros((len(data), o.shape[1]), np.float32)
+        res[who[who >= 0]] = o[who >= 0]
+    model.train(was_training)
+    return res
+
 # %% ../../../nbs/backends/02a_pytorch.ipynb #fc8d9e93
 def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs,
              adapter:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
     "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
     adapter = adapter or device_adapter(model)
     adapter.flush()   # pending work of the caller runs on its own, not inside the first batch's graph
+    if model.pack_shape: return _packed_outputs(model, cfg, data, adapter)
     ds = EncodedDataset(data, None, model.buckets)
     outs, was_training, fwd = [], model.training, adapter.forward(model)
     model.eval()
@@ -292,7 +260,7 @@ def save_weights(model:TaskModel, path)->Path:
     from safetensors.torch import save_file
     device_adapter(model).flush()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    meta = {'buckets': json.dumps(model.buckets), 'task': model.task}
+    meta = {'buckets': json.dumps(model.buckets), 'task': model.task, 'pack_shape': json.dumps(model.pack_shape)}
     return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #53d1c304
@@ -312,6 +280,10 @@ def load_weights(model:TaskModel, path)->TaskModel:
                          "Was it saved from a different cfg.model?")
     model.load_state_dict(state)
     model.buckets = json.loads(meta['buckets']) if meta.get('buckets') else None
+    model.pack_shape = json.loads(meta['pack_shape']) if meta.get('pack_shape') else None
+    if model.pack_shape and model.packing is None:
+        raise ValueError(f"{path} holds a packed model: build it with pack=True (the run's config), so that its "
+                         "encoder is checked for packed rows")
     return model
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #bab26d0e
@@ -324,6 +296,7 @@ def train_epoch(
     bar=None,            # progress bar (None: none, and no loss is read from the device while training)
     meter:Throughput|None=None, # counts examples and FLOPs
     scaler=None,         # a `torch.amp.GradScaler` (float16), or None
+    texts:list|None=None, # packed rows: the texts in each micro-batch, counted on the host (None: one per row)
 )->list:                 # the loss of every micro-batch (of this process's rows)
     "One epoch of training steps: the one step body of every device and every way of training"
     params = [p for g in opt.param_groups for p in g['params']]
@@ -331,7 +304,7 @@ def train_epoch(
     with watcher:
         for i, b in enumerate(batches):
             with adapter.autocast(cfg.precision): out = fwd(b)
-            loss = task_loss(cfg, out, b.get('labels'))
+            loss = task_loss(cfg, out, b.get('labels'), b.get('weights'))
             l = loss / cfg.grad_accum if cfg.grad_accum > 1 else loss
             (scaler.scale(l) if scaler else l).backward()
             losses.append(loss.detach())
@@ -348,7 +321,11 @@ def train_epoch(
             adapter.step_end()
             if last: watcher.step(input_ids=b['input_ids'])
             ids = b['input_ids']
-            if meter is not None: meter.add(ids.shape[0] * adapter.split, ids.shape[1], 2 if 'input_ids_b' in b else 1)
+            if meter is not None and texts is not None:   # FLOPs of every token of the rows, examples the texts
+                tokens = ids.shape[0] * adapter.split * ids.shape[1]
+                meter.add(texts[i], flops=train_flops(meter.dims, tokens, ids.shape[1]) if meter.dims else 0.0)
+            elif meter is not None:
+                meter.add(ids.shape[0] * adapter.split, ids.shape[1], 2 if 'input_ids_b' in b else 1)
             if bar is not None:
                 bar.update()
                 if time.perf_counter() - shown > 2:   # reading the loss waits for the device: not every step
@@ -368,6 +345,12 @@ def train_data(cfg:TrainConfig, train:Inputs, y,
     not one step fits"""
     gbs = cfg.batch_size * adapter.replicas()
     buckets = length_plan(cfg, train)   # a k-fold run's fixed lengths (`bucket_lengths`), or chosen for these rows
+    if cfg.pack:   # rows per step instead of texts: a run's fixed shape (`pack_shape`), or chosen for these rows
+        rows, most = cfg.pack_shape or pack_shape(row_lengths(train), width(train), cfg.batch_size)
+        gbs = rows * adapter.replicas()
+        ds = PackedData(train, y, (gbs, most))
+        steps = len(ds.epoch(cfg.seed)[1]) // cfg.grad_accum
+        return ds, steps, buckets, gbs
     ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
     if steps == 0:
@@ -390,10 +373,12 @@ def run_epoch(
     w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 1 else 0,
                        name=f'epoch {epoch}', counter=adapter.count_compiles)
     if watchers is not None: watchers.append(w)
-    loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
+    texts = None
+    if isinstance(ds, PackedData): loader, texts = ds.epoch(cfg.seed + epoch - 1, steps * cfg.grad_accum)
+    else: loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
     meter.reset(); t0, hits = time.perf_counter(), adapter.cache_hits()
     losses = train_epoch(model, opt, cfg, (adapter.place(b) for b in loader), lr, w, adapter,
-                         loop.bar(len(loader), epoch) if verbose else None, meter, scaler)
+                         loop.bar(len(loader), epoch) if verbose else None, meter, scaler, texts)
     secs, hits = time.perf_counter() - t0, adapter.cache_hits() - hits
     loop.history.step_loss += step_losses(losses, cfg.grad_accum)
     loop.history.info['recompiles'].append(w.recompiles)
@@ -402,7 +387,7 @@ def run_epoch(
         ev = adapter.count_compiles()
         vl = evaluate(cfg, model, valid, y_valid, adapter); ev = adapter.count_compiles() - ev
     s = meter.summary(secs)
-    loop.end_epoch(adapter.mean(np.mean(losses)), secs, len(losses) * gbs,
+    loop.end_epoch(adapter.mean(np.mean(losses)), secs, sum(texts) if texts else len(losses) * gbs,
                    mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
                    val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
 
@@ -429,6 +414,10 @@ def fit_model(
     if model is None: model = adapter.place_model(build_model(cfg, adapter=adapter))
     adapter.flush()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
     model.buckets = buckets
+    if isinstance(ds, PackedData):
+        model.pack_shape = [ds.shape[0] // reps, ds.shape[1]]
+        if verbose and adapter.is_main:
+            print(f"packed rows: {ds.describe()}; {ds.shape[0]} rows a step (about {cfg.batch_size * reps} texts)")
     total, peak = steps * cfg.epochs, cfg.lr * (reps if cfg.scale_lr else 1)
     opt, scaler = make_optimizer(model, cfg, adapter), adapter.scaler(cfg.precision)
     adapter.replicate([*model.parameters(), *model.buffers(), *(t for s in opt.state.values() for t in s.values())])
