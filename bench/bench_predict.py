@@ -114,7 +114,7 @@ def one(name, d, out)->dict:
     if device == 'cuda': torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and not m.startswith('tpututor._'))
-    from tpututor.testing import code_hash
+    from tpututor.records import code_hash
     kind = torch.cuda.get_device_name() if device == 'cuda' else 'CPU'
     return dict(name=name, seconds=secs, rows=len(pred), examples_per_s=len(pred) * 1.0 / secs, device=kind,
                 shape=list(np.asarray(pred).shape), modules=mods, code=code_hash(mods, Path(__file__)))

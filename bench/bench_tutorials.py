@@ -13,7 +13,7 @@ compiles.
 import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import report, table, provenance, track_imports, child_result, recorded_runs, smoke_alone, NBS, RESULTS, SMOKE
+from common import report, table, provenance, notebook_hash, track_imports, child_result, recorded_runs, smoke_alone, NBS, RESULTS, SMOKE
 
 TUTORIALS = ('01_keras_kfold', '02_tf_siamese', '03_xla_ranking', '04_xla_cores')
 
@@ -39,7 +39,6 @@ def smoke_notebook()->Path:
     return p
 
 def main(names=TUTORIALS):
-    from tpututor.testing import notebook_hash
     unknown = [n for n in names if n not in TUTORIALS]
     if unknown: sys.exit(f'unknown tutorial(s) {unknown}: use some of {list(TUTORIALS)}')
     old = recorded_runs(RESULTS / 'tutorials.json')

@@ -83,10 +83,29 @@ def run_modules()->list:
     if p.exists(): mods |= set(p.read_text().split())
     return sorted(m for m in mods if not m.startswith('tpututor._'))
 
+RECORDED_PACKAGES = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras',   # whose versions a record keeps
+                     'keras-hub', 'transformers', 'tokenizers', 'accelerate')
+
+def versions()->dict:
+    "Versions of the frameworks installed here (None for one that is not); `accelerate` runs the Hugging Face Trainer"
+    import importlib.metadata as md
+    def v(d):
+        try: return md.version(d)
+        except md.PackageNotFoundError: return None
+    return {d: v(d) for d in RECORDED_PACKAGES}
+
 def versions_here()->dict:
     "The versions a record made here is compared against: the frameworks', and Python's"
-    from tpututor.testing import versions
     return {**versions(), 'python': platform.python_version()}
+
+def notebook_hash(path)->str: # 16 hex digits
+    """A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it
+    says or runs changes"""
+    import hashlib
+    h = hashlib.sha256()
+    for c in json.loads(Path(path).read_text())['cells']:
+        h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
+    return h.hexdigest()[:16]
 
 def head_commit()->str:
     """The commit this checkout is at (7 hex digits), '+' after it when tpututor/ or bench/*.py differ from it; ''
@@ -103,7 +122,7 @@ def provenance(bench:str, *files, args=(), env:str='here', how:str|None=None)->d
     the versions, where and when, and the command that makes the entry again (`args`: the bench's own arguments for
     this entry alone; `env`: 'here', or where else it ran, e.g. 'gpu', whose versions are not compared with this machine's)"""
     mods = run_modules()   # before the hashing below imports anything
-    from tpututor.testing import code_hash, module_hashes
+    from tpututor.records import code_hash, module_hashes
     files = [f'bench/bench_{bench}.py', *map(str, files)]
     rerun = [f'bench_{bench}.py', *map(str, args)]
     return dict(bench=bench, modules=mods, files=files, code=code_hash(mods, *[ROOT / f for f in files]),
@@ -114,7 +133,7 @@ def provenance(bench:str, *files, args=(), env:str='here', how:str|None=None)->d
 def with_hashes(prov:dict)->dict:
     """`prov` with its per-file hashes and commit where a bench copied only some of `provenance`'s keys (the benches
     that record a run made elsewhere): taken now, when today's code is what it measured (its code hash says so)"""
-    from tpututor.testing import code_hash, module_hashes
+    from tpututor.records import code_hash, module_hashes
     if prov.get('hashes') or code_hash(prov['modules'], *[ROOT / f for f in prov['files']]) != prov['code']: return prov
     return {**prov, 'hashes': module_hashes(prov['modules'], *prov['files'], root=ROOT),
             'commit': prov.get('commit') or head_commit()}
@@ -170,7 +189,7 @@ def why_stale(e:dict, now:dict, hashes:dict|None=None)->tuple:
     (None, False) when it matches. Only a record that carries no hashes, or whose bench changed, fails the suite: a
     change in the library (or the versions) is shown beside its figures until the benches are measured again.
     `hashes`: the entry's per-file hashes where it does not carry them (a summary row of a record that does)"""
-    from tpututor.testing import code_hash, notebook_hash, module_file, changed_since
+    from tpututor.records import code_hash, changed_since
     files = e.get('files') or [f"bench/bench_{e.get('bench') or e.get('benchmark')}.py"]
     when = e.get('date') or e.get('ran', {}).get('date')
     if 'modules' not in e or not e.get('versions'):
@@ -241,7 +260,7 @@ def stale(results=None)->list:
     return out
 
 # ------------------------------------------------------------------ notebook outputs that show a record
-SHOWS = 'from tpututor.testing import recorded'   # the first line of a cell that shows a record: it runs on its own
+SHOWS = 'from tpututor.records import recorded'   # the first line of a cell that shows a record: it runs on its own
 
 def shown_cells(nb)->list:
     "Indexes of the code cells of notebook `nb` that print a figure from a record (each starts with `SHOWS`)"
@@ -264,9 +283,9 @@ def _texts(outputs)->list:
     return out
 
 def _figures(texts)->list:
-    """`_texts` without the lines that say a record's code changed since (`tpututor.testing.record_notes`): the figures
+    """`_texts` without the lines that say a record's code changed since (`tpututor.records.record_notes`): the figures
     alone"""
-    from tpututor.testing import without_notes
+    from tpututor.records import without_notes
     return [(k, without_notes(t)) for k, t in texts if without_notes(t) or k == 'data']
 
 def run_shown(nb)->dict:

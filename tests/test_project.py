@@ -247,7 +247,7 @@ def test_stale_finds_changed_code_and_missing_hashes(tmp_path):
     """What makes a record stale: a changed module or other versions (shown with a note), a changed bench or no hashes
     (fails)"""
     c = bench_common()
-    from tpututor.testing import code_hash, module_hashes
+    from tpututor.records import code_hash, module_hashes
     now, mods, files = c.versions_here(), ['tpututor.encoding', 'tpututor.config'], ['bench/bench_tokenize.py']
     good = dict(bench='tokenize', modules=mods, files=files, versions=now, env='here', date='today', commit='abc1234',
                 code=code_hash(mods, *[ROOT / f for f in files]), hashes=module_hashes(mods, *files, root=ROOT))

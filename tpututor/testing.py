@@ -1,4 +1,4 @@
-"""Tiny random checkpoints of every family, the family matrix, a tutorial's TPU rehearsal, recorded-result hashes
+"""Tiny random checkpoints of every family, the family matrix, a tutorial's TPU rehearsal
 
 Docs: https://tpututor.github.io/tpututor/testing.html.md"""
 
@@ -6,16 +6,13 @@ Docs: https://tpututor.github.io/tpututor/testing.html.md"""
 
 # %% ../nbs/12_testing.ipynb #731bd9f6
 from __future__ import annotations
-import functools, hashlib, json, os
 from pathlib import Path
 from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
 
 # %% auto #0
-__all__ = ['RECORDED_PACKAGES', 'RESULTS_URL', 'STALE_MARK', 'train_tokenizer', 'tiny_config', 'tiny_model_dir',
-           'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix', 'main', 'rehearsal', 'tpu_model',
-           'tpu_rows', 'code_text', 'module_file', 'code_hash', 'notebook_hash', 'versions', 'module_hashes',
-           'changed_since', 'record_notes', 'without_notes', 'record_text', 'record_entry', 'recorded']
+__all__ = ['train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix',
+           'main', 'rehearsal', 'tpu_model', 'tpu_rows']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'],
@@ -289,156 +286,3 @@ def tpu_rows(
 )->int|None:       # `n`, or at most `cut` in a rehearsal
     "The TPU setting's rows; in a rehearsal only a few"
     return min(n or cut, cut) if rehearsal() else n
-
-# %% ../nbs/12_testing.ipynb #cc31c104
-def _canon(node)->str:
-    """An AST as text, the same on every Python from 3.10 on: fields left empty are left out (`ast.dump` shows them
-    or not by version)"""
-    import ast
-    if isinstance(node, ast.AST):
-        fields = [f'{f}={_canon(v)}' for f,
-                  v in ast.iter_fields(node) if v is not None and not (isinstance(v, list) and not v)]
-        return f"{type(node).__name__}({', '.join(fields)})"
-    if isinstance(node, list): return '[' + ', '.join(map(_canon, node)) + ']'
-    return repr(node)
-
-# %% ../nbs/12_testing.ipynb #a55a9446
-def code_text(
-    path, # a Python file
-    # the code as text: the same on every Python from 3.10 on, so a record made on a GPU machine's Python
-    # checks here
-)->str:
-    "The code of a Python file without its docstrings and comments (what runs, not what it says)"
-    return _code_text(Path(path).read_text())   # the same text is parsed once
-
-@functools.lru_cache(maxsize=None)
-def _code_text(text:str)->str:
-    import ast
-    tree = ast.parse(text)
-    for node in ast.walk(tree):
-        body = getattr(node, 'body', None)
-        doc = (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-               and isinstance(getattr(body[0], 'value', None), ast.Constant) and isinstance(body[0].value.value, str))
-        if doc: node.body = body[1:] or [ast.Pass()]
-    return _canon(tree)
-
-# %% ../nbs/12_testing.ipynb #1678ab80
-def module_file(
-    name:str, # a module of the package, e.g. 'tpututor.kfold' or 'tpututor.backends' (a folder: its __init__.py)
-)->Path:      # its source file
-    "The source file of a tpututor module"
-    import tpututor
-    p = Path(tpututor.__file__).resolve().parents[1] / (name.replace('.', '/') + '.py')
-    return p if p.exists() else p.with_suffix('') / '__init__.py'
-
-# %% ../nbs/12_testing.ipynb #05872888
-def code_hash(
-    modules,  # tpututor module names ('tpututor.kfold', ...)
-    *files,   # other Python files whose code counts too (the benchmark's own)
-)->str:       # 16 hex digits
-    """A hash of the code of tpututor `modules` and of `files`: it changes when what runs changes, not when a comment
-    does"""
-    h = hashlib.sha256()
-    for p in [module_file(m) for m in sorted(set(modules))] + [Path(f) for f in files]:
-        h.update(p.name.encode() + b'\0' + code_text(p).encode())
-    return h.hexdigest()[:16]
-
-# %% ../nbs/12_testing.ipynb #1a412552
-def notebook_hash(path)->str: # 16 hex digits
-    """A hash of a notebook's cells as written (their kinds and sources, not their outputs): it changes when what it
-    says or runs changes"""
-    h = hashlib.sha256()
-    for c in json.loads(Path(path).read_text())['cells']:
-        h.update(c['cell_type'].encode() + b'\0' + ''.join(c['source']).encode() + b'\0')
-    return h.hexdigest()[:16]
-
-# %% ../nbs/12_testing.ipynb #c92f2134
-RECORDED_PACKAGES = ('tensorflow', 'tf-keras', 'torch', 'torch_xla', 'jax', 'keras',   # whose versions a record keeps
-                     'keras-hub', 'transformers', 'tokenizers', 'accelerate')
-
-def versions()->dict:
-    "Versions of the frameworks installed here (None for one that is not); `accelerate` runs the Hugging Face Trainer"
-    import importlib.metadata as md
-    def v(d):
-        try: return md.version(d)
-        except md.PackageNotFoundError: return None
-    return {d: v(d) for d in RECORDED_PACKAGES}
-
-# %% ../nbs/12_testing.ipynb #ea6814bb
-RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the published records
-STALE_MARK = 'Measured with older code:'   # how the line above a figure from a stale record starts
-
-def module_hashes(
-    modules,  # tpututor module names
-    *files,   # other Python files (the benchmark's own), by their path relative to `root`
-    root=None,  # the folder `files` are relative to
-)->dict:      # name or path -> 16 hex digits
-    "The code hash of each module and file on its own: what a record keeps to say later which of them changed"
-    out = {m: code_hash([m]) for m in sorted(set(modules))}
-    return {**out, **{str(f): code_hash([], Path(root or '.') / f) for f in files}}
-
-def changed_since(
-    entry:dict,  # a measured entry of a record, with the `hashes` it was measured with
-)->list:         # the tpututor modules whose code changed since (or are gone)
-    "The modules an entry ran whose code is not what it was when the entry was measured"
-    mods = {m: h for m, h in (entry.get('hashes') or {}).items() if m.startswith('tpututor')}
-    return [m for m, h in mods.items() if not module_file(m).exists() or code_hash([m]) != h]
-
-def _measured(rec):
-    "Every measured entry of a parsed record (a dict that carries a code hash), however deep"
-    if isinstance(rec, dict) and 'code' in rec: yield rec
-    elif isinstance(rec, (dict, list)):
-        for v in (rec.values() if isinstance(rec, dict) else rec): yield from _measured(v)
-
-def record_notes(
-    rec,  # a parsed record (or one entry of it)
-)->list:  # one line per distinct (date, commit, changes); [] when every entry ran today's code
-    "What a page prints above a figure from `rec` when the code it measured has changed since"
-    out = []
-    for e in _measured(rec):
-        changed = [m.removeprefix('tpututor.') for m in changed_since(e)]
-        if not changed: continue
-        names = ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else '')
-        line = f"{STALE_MARK} {e.get('date')}, commit {e.get('commit') or 'not recorded'}; changed since: {names}"
-        if line not in out: out.append(line)
-    return out
-
-def without_notes(
-    text:str,  # what a record-showing cell printed
-)->str:        # the same without the lines `record_notes` printed: the figures alone
-    "A cell's printed text without the lines that say its record was measured on older code"
-    return ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(STALE_MARK))
-
-def record_text(
-    file:str,  # a file of bench/results, e.g. 'realruns.json'
-)->str:        # its text
-    "The text of `file` of bench/results: this checkout's, else the published repository's"
-    import urllib.request, tpututor
-    roots = [Path(tpututor.__file__).resolve().parents[1], Path.cwd(), *Path.cwd().parents]
-    checkout = next((d / 'bench' / 'results' for d in roots if (d / 'bench' / 'results').is_dir()), None)
-    if checkout is not None and not (checkout / file).exists():
-        bench = file.split('.')[0].removesuffix('_runs')
-        raise FileNotFoundError(f"{checkout / file} does not exist: record it with ./run.sh bench {bench}")
-    if checkout: return (checkout / file).read_text()
-    return urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
-
-def record_entry(
-    file:str,      # a file of bench/results: a .json, or an .md (whose figures its .json records)
-    run:str=None,  # of a record of named runs ('realruns.json'): the one entry to return
-):                 # the parsed record, or its run
-    "The measured entries behind `file` (what `record_notes` reads), or its run `run`"
-    rec = json.loads(record_text(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
-    if run is None: return rec
-    runs = {r.get('run'): r for r in rec} if isinstance(rec, list) else {}
-    if run not in runs: raise KeyError(f"{file} has no run {run!r}: it has {sorted(k for k in runs if k)}")
-    return runs[run]
-
-def recorded(
-    file:str,       # a file of bench/results: 'realruns.json' (returned parsed) or 'xla_buckets.md' (returned as text)
-    run:str=None,   # of a record of named runs ('realruns.json'): the one entry to return
-):                  # the record, from which a cell prints a measured figure
-    "A benchmark's record, with a line printed above the figure when it was measured on code that has changed since"
-    rec = record_entry(file, run)
-    for line in record_notes(rec): print(line)
-    return rec if file.endswith('.json') else record_text(file)
-

@@ -411,7 +411,7 @@ def with_record_notes(page:Path):
     """The cells of notebook `page` that print a figure from a record (bench/common.py's `SHOWS`) say, above their saved
     outputs, what `recorded` says today when the record was measured on code that has changed since: the line is made
     now, from the record and today's code, whatever the outputs were saved with"""
-    from tpututor.testing import without_notes, record_notes, record_entry
+    from tpututor.records import without_notes, record_notes, record_entry
     nb, changed, shows = json.loads(page.read_text()), False, _load('bench/common.py').SHOWS
     for c in nb['cells']:
         src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']

@@ -64,14 +64,20 @@ def _offset(encoder)->int:
     pad = getattr(getattr(encoder, 'embeddings', None), 'padding_idx', None)
     return pad + 1 if isinstance(pad, int) else 0
 
+_ASKED = {}   # the answers so far, by architecture: a k-fold run builds a model per fold and asks once
+
 def packing_style(
     encoder,              # a transformers encoder, on the CPU
     max_len:int,          # the run's row length
     tol:float=2e-5,       # largest difference allowed, relative to the outputs' scale
     name:str='',          # the model's name, for the refusal
 )->tuple:                 # (style, first position id)
-    "How this encoder takes packed rows, checked on a few texts; refused when no way gives each text its own outputs"
+    """How this encoder takes packed rows, checked on a few texts (once per architecture and row length in a process);
+    refused when no way gives each text its own outputs"""
     import torch
+    key = (type(encoder), getattr(encoder.config, '_attn_implementation', None), encoder.config.to_json_string(),
+           max_len, tol)
+    if key in _ASKED: return _ASKED[key]
     g = torch.Generator().manual_seed(0)
     lens = [max_len, max_len // 2, max_len // 4, max_len // 8, 3]
     vocab, pad = encoder.config.vocab_size, getattr(encoder.config, 'pad_token_id', None) or 0
@@ -91,7 +97,8 @@ def packing_style(
                 except Exception as e: tried.append(f"{style}: {type(e).__name__}"); continue
                 err = max((pooled[r * p.most + k] - alone[i]).abs().max().item()
                           for r in range(len(p)) for k, i in enumerate(p.texts[r]) if i >= 0)
-                if err <= tol * scale: return style, _offset(encoder)
+                if err <= tol * scale:
+                    _ASKED[key] = (style, _offset(encoder)); return _ASKED[key]
                 tried.append(f"{style}: outputs differ by {err:.1e}")
     finally: encoder.train(was)
     import transformers

@@ -112,6 +112,9 @@ class PackedData:
         return (f"{p.n_texts} texts in {len(p)} rows of {p.max_len} tokens, {p.n_texts / max(len(p), 1):.2f} a row "
                 f"(at most {p.most}), padding {p.padding:.1%} (one text a row: "
                 f"{1 - self.enc.lengths.mean() / p.max_len:.1%})")
+    def steps(self, seed:int)->int:
+        "How many steps the epoch of `seed` makes (its packing alone, no tensors)"
+        return len(packed_steps(self.enc, self.shape, seed)[1])
     def epoch(self, seed:int, steps:int|None=None)->tuple:
         "(the batches of an epoch, the texts in each); at most `steps` of them"
         p, groups = packed_steps(self.enc, self.shape, seed)

@@ -349,7 +349,11 @@ def train_data(cfg:TrainConfig, train:Inputs, y,
         rows, most = cfg.pack_shape or pack_shape(row_lengths(train), width(train), cfg.batch_size)
         gbs = rows * adapter.replicas()
         ds = PackedData(train, y, (gbs, most))
-        steps = len(ds.epoch(cfg.seed)[1]) // cfg.grad_accum
+        steps = ds.steps(cfg.seed) // cfg.grad_accum
+        if steps == 0:
+            raise ValueError(f"{len(ds)} training texts pack into fewer rows than one step of {gbs * cfg.grad_accum} "
+                             f"rows ({rows} x {adapter.replicas()} device(s) x grad_accum {cfg.grad_accum}): use a "
+                             f"smaller batch_size, or train without --pack")
         return ds, steps, buckets, gbs
     ds = EncodedDataset(train, y, buckets)
     steps = len(train_batches(ds, gbs, cfg.grad_accum)) // cfg.grad_accum
