@@ -18,6 +18,11 @@ __all__ = ['load_tokenizer', 'append_eos', 'model_convention', 'Encoded', 'encod
            'padding_report', 'bucket_batches', 'prediction_batches', 'write_tfrecord', 'read_tfrecord']
 
 # %% ../nbs/03_encoding.ipynb #7e65e2db
+def _hf_tokenizer_file(p:Path)->bool:
+    "Is `p` a `tokenizers` file (KerasHub writes its tokenizer's config under the same name)?"
+    import json
+    return p.is_file() and 'model' in json.loads(p.read_text(encoding='utf-8'))
+
 def load_tokenizer(
     # a model name/folder ('minilm', 'roberta-base', a path), a `tokenizers.Tokenizer`, or a transformers fast tokenizer
     tok,
@@ -28,7 +33,11 @@ def load_tokenizer(
     if hasattr(tok, 'backend_tokenizer'): return Tokenizer.from_str(tok.backend_tokenizer.to_str())
     if isinstance(tok, (str, Path)):
         from tpututor.models.hub import resolve_model
+        from tpututor.models.checkpoint import keras_preset
         name = resolve_model(tok)
+        if keras_preset(name) and not _hf_tokenizer_file(Path(name)/'tokenizer.json'):   # KerasHub's own files
+            from tpututor.models.keras_presets import preset_tokenizer
+            return preset_tokenizer(name)
         if (Path(name)/'tokenizer.json').exists():
             return model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
         from transformers import AutoTokenizer  # hub ids and folders with only a slow tokenizer's files

@@ -22,7 +22,7 @@ from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_M
 from .models.checkpoint import checkpoint_hash
 
 # %% auto #0
-__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'run_meta', 'memory_mb', 'KFoldResult', 'keep_model', 'keep_preset',
+__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'run_meta', 'memory_mb', 'KFoldResult', 'keep_model',
            'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold',
            'fold_record', 'fold_line', 'fold_row', 'quiet', 'run_folds', 'finish_run', 'run_kfold', 'plot_run']
 
@@ -102,10 +102,11 @@ def keep_model(
     cfg:TrainConfig,  # the run (model, lora)
     whole:bool=True,  # the fold weights hold the whole network (False: predicting attaches the base, as for LoRA)
 )->dict:              # what predict.json says of the model
-    """The model's config.json and the tokenizer the run encodes with, into `folder`; a LoRA run's base checkpoint
-    named and hashed"""
+    """The model's config.json (a KerasHub preset's config.json and metadata.json) and the tokenizer the run encodes
+    with, into `folder`; a LoRA run's base checkpoint named and hashed"""
     from tpututor.models.checkpoint import checkpoint
     from tpututor.encoding import load_tokenizer
+    from tpututor.models.keras_presets import keep_preset
     folder, ck = Path(folder), checkpoint(cfg.model)
     info = {'model': cfg.model, 'family': ck.family, 'model_type': ck.model_type,
             'preset': ck.preset, 'tokenizer': 'model/tokenizer.json'}
@@ -117,18 +118,6 @@ def keep_model(
     # adapters and head only, or a head on a frozen encoder: the base must be attached
     if cfg.lora or not whole: info['base'] = {'name': cfg.model, 'hash': checkpoint_hash(ck)}
     return info
-
-# %% ../nbs/10_kfold.ipynb #fbd06270
-def keep_preset(folder, preset:str)->list: # the files kept
-    "A KerasHub preset's own config.json, metadata.json and tokenizer.json, where KerasHub can read them"
-    kept = []
-    try:
-        from keras_hub.src.utils.preset_utils import get_file
-        for f in ('config.json', 'metadata.json', 'tokenizer.json'):
-            src = Path(get_file(preset, f))
-            atomic_write(Path(folder)/f'preset_{f}', lambda t: shutil.copyfile(src, t)); kept.append(f'preset_{f}')
-    except Exception: pass   # no KerasHub here, or the preset is gone: the run keeps what it could
-    return kept
 
 # %% ../nbs/10_kfold.ipynb #9a8b5048
 def keep_for_predict(

@@ -14,13 +14,25 @@ from .families import FAMILIES, DECODERS, family_of, refusal
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = ['READS', 'WEIGHT_FILES', 'keras_preset_name', 'Checkpoint', 'checkpoint', 'model_config', 'check_family',
-           'checkpoint_files', 'checkpoint_hash']
+__all__ = ['READS', 'WEIGHT_FILES', 'keras_preset_name', 'keras_preset_folder', 'keras_preset', 'Checkpoint', 'checkpoint',
+           'model_config', 'check_family', 'checkpoint_files', 'checkpoint_hash']
 
 # %% ../../nbs/models/02_checkpoint.ipynb #f83f91f2
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
     "Is `name` a KerasHub preset name rather than a Hugging Face hub id?"
     return '_' in name and '/' not in name and '-' not in name and not Path(name).exists()
+
+def keras_preset_folder(path)->bool: # a folder KerasHub's `save_to_preset` wrote (or a run's model/ from a preset)
+    "Is `path` a KerasHub preset folder? Its metadata.json names the Keras version that saved it"
+    f = Path(path)/'metadata.json'
+    if not f.is_file(): return False
+    try: return 'keras_version' in json.loads(f.read_text())
+    except ValueError: return False
+
+def keras_preset(name)->bool: # a preset name, 'kaggle://...', or a preset folder
+    "Is `name` a KerasHub preset, which KerasHub's own loader reads (not a Hugging Face checkpoint)?"
+    name = str(name)
+    return name.startswith('kaggle://') or keras_preset_name(name) or keras_preset_folder(name)
 
 # %% ../../nbs/models/02_checkpoint.ipynb #72469bf5
 @dataclass(frozen=True)
@@ -49,6 +61,7 @@ _RESOLVED, _CHECKED, READS = {}, set(), [0]
 
 def _read_config(path:str, bare:str)->dict|None:
     "A folder's config.json, a hub id's (cache, then the hub), or None for a KerasHub preset"
+    if keras_preset_folder(path): return None
     if Path(path).is_dir(): f = Path(path)/'config.json'
     elif keras_preset_name(bare): return None
     else: f = Path(hub_file(bare, 'config.json'))

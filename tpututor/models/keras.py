@@ -79,8 +79,11 @@ def load_backbone(
     preset, config = preset_of(ck), ck.config
     kw = {} if cfg.dropout is None else {'dropout': cfg.dropout}
     if config is None:   # a KerasHub preset (or kaggle://): KerasHub's own loader
+        # a run's model/ keeps a preset's config without its weights: each fold's are loaded into it
+        weights = not Path(preset).is_dir() or (Path(preset)/'model.weights.h5').exists()
         with keep_tf_out() if '://' not in preset or preset.startswith('kaggle://') else contextlib.nullcontext():
-            return keras_hub.models.Backbone.from_preset(preset, dtype=_POLICY[cfg.precision], **kw)
+            return keras_hub.models.Backbone.from_preset(preset, load_weights=weights, dtype=_POLICY[cfg.precision],
+                                                         **kw)
     ck.check('keras')
     conv = converter_for(config)
     if conv is None:
