@@ -157,12 +157,17 @@ def check_run(
     devices:int|None=None,  # devices over every process (None: not known yet; the mesh is checked when they are)
     processes:int=1,        # processes of a multi-host run
 )->Checkpoint:              # the run's model, resolved
-    """Everything a run cannot do, refused once before any work: a family the backend cannot run, options it ignores,
-    what the backend itself refuses (`Backend.check_config`), a model axis across hosts"""
+    """Everything a run cannot do, refused once before any work: a family the backend cannot run, a KerasHub preset
+    it cannot read, options it ignores, what the backend itself refuses (`Backend.check_config`), a model axis
+    across hosts"""
     ck = checkpoint(cfg.model).check(backend)
     check_options(cfg, backend)
     from tpututor.backends.registry import backend_names, backend_class
-    if backend in backend_names(): getattr(backend_class(backend), 'check_config', lambda cfg: None)(cfg)
+    known = backend in backend_names()
+    if known and ck.preset and not getattr(backend_class(backend), 'keras_presets', False):
+        raise ValueError(f"{cfg.model} is a KerasHub preset, which backend {backend!r} cannot read: train it with a "
+                         f"backend that reads KerasHub presets (keras), or give the model's Hugging Face checkpoint")
+    if known: getattr(backend_class(backend), 'check_config', lambda cfg: None)(cfg)
     if devices and cfg.model_parallel > 1 and devices // cfg.model_parallel < processes:
         raise ValueError(f"model_parallel={cfg.model_parallel} over {devices} devices in {processes} processes leaves "
                          f"{devices // cfg.model_parallel} copies of the weights for {processes} hosts: each copy "

@@ -263,6 +263,7 @@ class Backend:
     speed_options:bool = True   # batch size, length buckets and precision act on it (the speed defaults apply)
     cpu_bf16:bool = False       # bfloat16 trains faster than fp32 on a CPU with bfloat16 instructions
     predict_fp16:bool = True    # it predicts in float16 on a GPU without bfloat16
+    keras_presets:bool = False  # it reads KerasHub presets ('roberta_base_en', a preset folder) as models
     # its fold weights hold the whole network; False: only what it trains (a head on a frozen encoder), so predicting
     # attaches the base checkpoint the run names, as for a LoRA run
     whole_model:bool = True

@@ -305,6 +305,7 @@ class KerasBackend(Backend):
     other_encoders, decoders = False, True
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
     options = ('lora', 'model_parallel', 'pure_bf16')   # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights
+    keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)
     def __init__(self,
                  devices=None,        # JAX devices to train on (default: all, over every process of a multi-host run)
                  verbose:bool=True,   # progress bar and a line per epoch
