@@ -14,7 +14,8 @@ from ..devices.jax import import_keras, keep_tf_out
 __all__ = ['WORDPIECE', 'BYTE_BPE', 'SENTENCEPIECE', 'ASSETS', 'KEPT', 'preset_file', 'preset_tokenizer', 'keep_preset']
 
 # %% ../../nbs/models/10_keras_presets.ipynb #91af8876
-WORDPIECE = ('BertTokenizer', 'DistilBertTokenizer', 'ElectraTokenizer')   # KerasHub tokenizers by their vocabulary kind
+# KerasHub's tokenizers by the kind of vocabulary they keep
+WORDPIECE = ('BertTokenizer', 'DistilBertTokenizer', 'ElectraTokenizer')
 BYTE_BPE = ('RobertaTokenizer',)
 # -> the transformers class that reads the .spm (ALBERT's lowercases before SentencePiece, KerasHub's does not)
 SENTENCEPIECE = {'DebertaV3Tokenizer': 'DebertaV2Tokenizer', 'XLMRobertaTokenizer': 'XLMRobertaTokenizer'}
@@ -46,7 +47,8 @@ def preset_tokenizer(
     if kind in WORDPIECE:
         from tokenizers.implementations import BertWordPieceTokenizer
         words = preset_file(preset, f'{ASSETS}/vocabulary.txt').read_text(encoding='utf-8').splitlines()
-        return BertWordPieceTokenizer({w: i for i, w in enumerate(words)}, lowercase=bool(c.get('lowercase')))._tokenizer
+        vocab = {w: i for i, w in enumerate(words)}
+        return BertWordPieceTokenizer(vocab, lowercase=bool(c.get('lowercase')))._tokenizer
     if kind in BYTE_BPE:
         from tokenizers.implementations import ByteLevelBPETokenizer
         from tokenizers.processors import RobertaProcessing
@@ -60,7 +62,8 @@ def preset_tokenizer(
     if kind in SENTENCEPIECE:
         import transformers
         from transformers.convert_slow_tokenizer import convert_slow_tokenizer
-        slow = getattr(transformers, SENTENCEPIECE[kind])(vocab_file=str(preset_file(preset, f'{ASSETS}/vocabulary.spm')))
+        spm = preset_file(preset, f'{ASSETS}/vocabulary.spm')
+        slow = getattr(transformers, SENTENCEPIECE[kind])(vocab_file=str(spm))
         return convert_slow_tokenizer(slow)
     raise ValueError(f"{preset}: its tokenizer is KerasHub's {kind}, which tpututor cannot read yet (it reads "
                      f"{', '.join(WORDPIECE + BYTE_BPE + tuple(SENTENCEPIECE))}): use the model's Hugging Face "
