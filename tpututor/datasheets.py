@@ -15,21 +15,25 @@ __all__ = ['TPU_SPECS', 'GPU_SPECS', 'tpu_table', 'mxu_size', 'tpu_spec']
 _V5E = dict(cores_per_chip=1, devices_per_chip=1, mxus_per_core=4, mxu='128x128', device_kind='TPU v5 lite',
             hbm_gb_per_chip=16, hbm_gbps_per_chip=819, peak_bf16_tflops_per_chip=197,
             vmem_mib=128, ici_links=4, ici_gbps_per_link=45,
-            pcie_gbps_per_chip=15, source='https://cloud.google.com/tpu/docs/v5e')
+            pcie_gbps_per_chip=15, pod_chips=256, torus='2-D', source='https://cloud.google.com/tpu/docs/v5e')
 
 # %% ../nbs/06_datasheets.ipynb #5b3692ce
 # Links (the JAX scaling book's TPU chapter, https://jax-ml.github.io/scaling-book/tpus/): ICI GB/s per link one way,
-# links per chip (2-D torus 4, 3-D torus 6), PCIe GB/s per chip, VMEM MiB per TensorCore; missing: not published there
+# links per chip (2-D torus 4, 3-D torus 6), PCIe GB/s per chip, VMEM MiB per TensorCore; missing: not published there.
+# Pods (the TPU7x page's table, https://docs.cloud.google.com/tpu/docs/tpu7x, and each generation's page): chips per
+# pod, the torus, ICI GB/s per chip both ways and DCN Gb/s (bits) per chip between slices
 TPU_SPECS = [
     dict(accelerator='v5e-8', where='Kaggle (TPU VM v5e-8)', chips=8, **_V5E),
     dict(accelerator='v5e-1', where='Colab (TPU v5e-1)', chips=1, **_V5E),
     dict(accelerator='v6e-8', where='Cloud TPU VM (Trillium)', chips=8, cores_per_chip=1, devices_per_chip=1,
          mxus_per_core=4, mxu='256x256', device_kind='TPU v6 lite', hbm_gb_per_chip=32, hbm_gbps_per_chip=1640,
          peak_bf16_tflops_per_chip=918, ici_links=4, ici_gbps_per_link=90, pcie_gbps_per_chip=32,
+         pod_chips=256, torus='2-D', ici_gbps_per_chip=800, dcn_gbits_per_chip=100,
          source='https://cloud.google.com/tpu/docs/v6e'),
     dict(accelerator='v5p-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v5', hbm_gb_per_chip=95, hbm_gbps_per_chip=2765,
          peak_bf16_tflops_per_chip=459, ici_links=6, ici_gbps_per_link=90,
+         pod_chips=8960, torus='3-D', ici_gbps_per_chip=1200, dcn_gbits_per_chip=50,
          source='https://cloud.google.com/tpu/docs/v5p'),
     dict(accelerator='v4-8', where='Cloud TPU VM', chips=4, cores_per_chip=2, devices_per_chip=1, mxus_per_core=4,
          mxu='128x128', device_kind='TPU v4', hbm_gb_per_chip=32, hbm_gbps_per_chip=1200,
@@ -44,11 +48,19 @@ TPU_SPECS = [
          peak_bf16_tflops_per_chip=45,
          source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, '
                 'Jouppi et al. 2020'),
+    # Ironwood: two chiplets per chip, each one TensorCore and one JAX device ('TPU7x'). Google's page gives neither the
+    # MXUs per core nor their side: 256 as on v6e is assumed (a multiple of 256 is also one of 128), no clock implied
+    dict(accelerator='v7x-8', where='Cloud TPU on GKE (TPU7x, Ironwood)', chips=4, cores_per_chip=2,
+         devices_per_chip=2, mxus_per_core=None, mxu='256x256', device_kind='TPU7x', hbm_gb_per_chip=192,
+         hbm_gbps_per_chip=7380, peak_bf16_tflops_per_chip=2307, ici_links=6, pod_chips=9216, torus='3-D',
+         ici_gbps_per_chip=1200, dcn_gbits_per_chip=100,
+         source='https://docs.cloud.google.com/tpu/docs/tpu7x (MXU side assumed: not published there)'),
 ]
 
 # %% ../nbs/06_datasheets.ipynb #68a868c6
 def _macs_per_cycle(row):
-    "Multiply-adds per cycle of one chip's MXUs"
+    "Multiply-adds per cycle of one chip's MXUs (NaN where the datasheet does not say how many MXUs a core has)"
+    if not row.get('mxus_per_core'): return math.nan
     return row['cores_per_chip'] * row['mxus_per_core'] * math.prod(int(x) for x in row['mxu'].split('x'))
 
 # %% ../nbs/06_datasheets.ipynb #f34e9d6f
@@ -71,7 +83,7 @@ def tpu_table(
 # %% ../nbs/06_datasheets.ipynb #609c7568
 def mxu_size(
     name:str, # an accelerator ('v6e-8'), its generation ('v6e') or a JAX device_kind ('TPU v6 lite')
-)->int:       # the side of its MXU: 128, or 256 on v6e
+)->int:       # the side of its MXU: 128, or 256 on v6e and v7x
     "The MXU size to pad matmul dimensions to on the TPU `name`, from `TPU_SPECS`"
     for r in TPU_SPECS:
         if name in (r['accelerator'], r['accelerator'].split('-')[0], r['device_kind']):
