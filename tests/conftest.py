@@ -1,4 +1,4 @@
-import functools, importlib.util, json, os, sys
+import functools, importlib.util, json, os, re, sys
 from pathlib import Path
 import pytest
 
@@ -7,6 +7,41 @@ NBS = ROOT / 'nbs'
 DURATIONS = ROOT / 'tests' / 'durations.json'           # seconds per test group, measured: the order the suite runs in
 MEASURED = ROOT / 'tests' / 'artifacts' / 'durations.json'   # what the last run measured (copy it over DURATIONS to refresh)
 NEW_TEST_S = 60                                          # a test the record does not know yet: the budget of a new notebook
+
+CHECKS = ROOT / 'tests' / 'lesson_checks'                   # the lessons' checks, kept out of what a learner opens
+
+def check_blocks(nb:Path)->dict:
+    "The checks of lesson `nb`: {id of the code cell each block runs after: its code}; {} for a notebook without any"
+    f = CHECKS / f'{Path(nb).stem}.py'
+    if Path(nb).parent.name != 'lessons' or not f.exists(): return {}
+    parts = re.split(r'(?m)^# %% after (\S+)\n', f.read_text())
+    return {k: v.strip('\n') + '\n' for k, v in zip(parts[1::2], parts[2::2])}
+
+# Checks run in a namespace of their own on top of the lesson's: they read everything the lesson made, and what they
+# bind stays theirs (a later check sees it), so a lesson cell that needs a name only a check made fails here as it
+# would in a learner's copy
+_RUNNER = """def _lesson_check(code, where, _own={}):
+    ns = {**_own, **globals()}
+    exec(compile(code, f'checks after cell {where}', 'exec'), ns)
+    _own.update({k: v for k, v in ns.items() if k not in globals() or v is not globals()[k]})"""
+
+def with_checks(nb:Path, out_dir:Path)->Path:
+    """A copy of lesson `nb` in `out_dir` with each of its checks run right after the code cell it names (see
+    `_RUNNER`); a check naming no code cell of the lesson is an error"""
+    nb, blocks = Path(nb), check_blocks(nb)
+    d = json.loads(nb.read_text())
+    ids = {c['id'] for c in d['cells'] if c['cell_type'] == 'code'}
+    if set(blocks) - ids: raise ValueError(f'{CHECKS.name}/{nb.stem}.py: no code cell {sorted(set(blocks) - ids)} in {nb.name}')
+    cell = lambda cid, text: dict(cell_type='code', id=cid, metadata={}, execution_count=None, outputs=[],
+                                  source=text.splitlines(keepends=True))
+    cells = [cell('check-runner', _RUNNER)]
+    for c in d['cells']:
+        cells.append(c)
+        if c['id'] in blocks: cells.append(cell(f"check-{c['id']}", f"_lesson_check({blocks[c['id']]!r}, {c['id']!r})"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / nb.name
+    out.write_text(json.dumps({**d, 'cells': cells}, indent=1))
+    return out
 
 @functools.cache
 def bench_common():

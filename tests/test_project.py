@@ -149,10 +149,14 @@ def _cells(nb):
 def _text(cell): return ''.join(cell['source'])
 
 def test_lessons_end_with_exercises_and_reading():
-    "Every lesson ends with 2-3 predict-then-run exercises, each with a cell to run and a folded answer, then further reading"
+    """Every lesson ends with 2-3 predict-then-run exercises, each with a cell to run and a folded answer, and at least
+    one exercise that asks for code (a stub checked by `exercise(name).check`, the worked answer folded by
+    `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
                                          '03_frameworks', '03a_jax'], LESSONS
+    from tpututor.lessons.exercises import EXERCISES
+    asked = []
     for nb in LESSONS:
         cells = _cells(nb)
         heads = [(i, _text(c)) for i, c in enumerate(cells) if c['cell_type'] == 'markdown']
@@ -163,21 +167,54 @@ def test_lessons_end_with_exercises_and_reading():
         assert all(c['cell_type'] == 'markdown' for c in shown), f'{nb.name}: further reading must come last'
         links = re.findall(r'\]\((https?://[^)]+)\)', ''.join(_text(c) for c in cells[reading:]))
         assert len(links) >= 3, f'{nb.name}: further reading has {len(links)} links'
-        # the exercises in reading order: a heading, a prediction asked for, a cell to run, then the folded answer
-        seq, text = [], {}
+        # the exercises in reading order: a heading, a prediction asked for, a cell to run, then the folded answer;
+        # or a heading asking for code, the stub with its check, then the folded worked answer
+        seq, text, code = [], {}, {}
         for c in cells[ex:reading]:
             if c['cell_type'] == 'code':
-                if _text(c).strip(): seq.append('run')
+                t = _text(c)
+                if re.search(r"exercise\('\w+'\)\.solution\(\)", t): seq.append('answer')
+                elif t.strip(): seq.append('run'); code.setdefault(len([s for s in seq if s == 'ex']), []).append(t)
                 continue
             for part in re.split(r'(?m)^(?=### Exercise \d)|(?=<details>)', _text(c)):
                 if part.startswith('### Exercise'): seq.append('ex'); text[len(seq)] = part
                 elif re.match(r'<details>\s*<summary>\s*Answer', part): seq.append('answer')
                 elif seq and seq[-1] == 'ex': text[len(seq)] += part
         parts = ' '.join(seq).split('ex')[1:]
-        assert 2 <= len(parts) <= 3, f'{nb.name}: {len(parts)} exercises'
+        assert 3 <= len(parts) <= 4, f'{nb.name}: {len(parts)} exercises'
+        kinds = []
         for n, (part, t) in enumerate(zip(parts, text.values()), 1):
-            assert 'predict' in t.lower(), f'{nb.name}: exercise {n} does not ask for a prediction'
             assert re.fullmatch(r'\s*(run\s+)+answer\s*', part), f'{nb.name}: exercise {n} needs a cell to run, then a folded answer: {part}'
+            if '(write the code)' in t.splitlines()[0]:
+                m = re.search(r"exercise\('(\w+)'\)\.check\((\w+)\)", ''.join(code.get(n, [])))
+                assert m and m.group(1) == m.group(2) and f'def {m.group(1)}(' in ''.join(code[n]), \
+                    f'{nb.name}: exercise {n} asks for code: a stub `def name(...)` checked by exercise(name).check(name)'
+                assert m.group(1) in EXERCISES, f'{nb.name}: no exercise {m.group(1)!r} in tpututor.lessons.exercises'
+                kinds.append('code'); asked.append(m.group(1))
+            else:
+                assert 'predict' in t.lower(), f'{nb.name}: exercise {n} does not ask for a prediction'
+                kinds.append('predict')
+        assert 'code' in kinds and kinds.count('predict') >= 2, f'{nb.name}: exercises {kinds}'
+    assert sorted(asked) == sorted(EXERCISES), f'every exercise is asked once: {sorted(asked)} vs {sorted(EXERCISES)}'
+
+def test_lessons_hold_no_checks():
+    """A lesson is what a learner opens (Kaggle and Colab show hidden cells): no check in any of its cells; its checks
+    live in tests/lesson_checks, each block after a code cell the lesson has, and its predict-then-run exercises keep no
+    output (the answer, folded below them)"""
+    import re, importlib.util
+    from conftest import check_blocks, with_checks
+    spec = importlib.util.spec_from_file_location('lessons_tool', ROOT / 'tools' / 'lessons.py')
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    for nb in LESSONS:
+        cells = _cells(nb)
+        checks = [c['id'] for c in cells if c['cell_type'] == 'code'
+                  and re.search(r'(?m)^\s*(assert\b|test_(eq|ne|close|fail|is|warns|shuffled|stdout|fig_exists)\()', _text(c))]
+        assert not checks, f'{nb.name}: cells {checks} check; move them to tests/lesson_checks/{nb.stem}.py'
+        assert not [c for c in cells if c['cell_type'] == 'code' and _text(c).startswith('#| hide')], f'{nb.name}: a hidden cell'
+        assert len(check_blocks(nb)) >= 3, f'{nb.name}: tests/lesson_checks/{nb.stem}.py holds {len(check_blocks(nb))} blocks'
+        with_checks(nb, ROOT / 'tests' / 'artifacts' / 'lessons' / 'ids')        # every block names a code cell
+        shown = [c['id'] for c in tool.exercise_cells(cells) if c.get('outputs')]
+        assert not shown, f'{nb.name}: exercise cells {shown} keep their answer as output: python tools/lessons.py {nb}'
 
 def test_no_stored_output_shows_an_impossible_mfu():
     "A stored MFU of 0.0% or over 100% means a wrong peak or uncounted FLOPs: re-run the notebook after fixing it"

@@ -12,9 +12,8 @@ import numpy as np, ml_dtypes
 if TYPE_CHECKING: import pandas as pd   # `encodings_table` imports pandas only when called
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'DTYPES', 'COLOURS', 'EXAMPLES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields',
-           'decode', 'Bits', 'bits', 'draw_bits', 'to_bf16', 'relative_error', 'neighbours', 'update_lost',
-           'encodings_table', 'encodings_html', 'explorer']
+__all__ = ['LAYOUTS', 'DTYPES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields', 'decode', 'Bits', 'bits',
+           'to_bf16', 'relative_error', 'neighbours', 'update_lost', 'encodings_table']
 
 # %% ../../nbs/lessons/01_bf16.ipynb #226d7313
 class Layout(NamedTuple):
@@ -121,31 +120,6 @@ def bits(
     s, e, m = fields(x, dtype)
     return Bits(str(s), format(e, f'0{L.ebits}b'), format(m, f'0{L.mbits}b'), decode(s, e, m, dtype))
 
-# %% ../../nbs/lessons/01_bf16.ipynb #80bf6fb4
-# the picture and the explorer colour the fields alike
-COLOURS = {'sign': '#d62728', 'exponent': '#2ca02c', 'mantissa': '#1f77b4'}
-
-# %% ../../nbs/lessons/01_bf16.ipynb #a184d30a
-def draw_bits(
-    x:float,  # the number to draw
-    ax=None,  # a matplotlib Axes (default: a new figure)
-):            # the Axes
-    "One box per bit of `x` in float32, bfloat16 and float16, coloured by field, with the value each decodes to"
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-    if ax is None: _, ax = plt.subplots(figsize=(11, 3))
-    for row, f in enumerate(LAYOUTS):
-        b = bits(x, f)
-        for i, (field, ch) in enumerate((k, ch) for k in COLOURS for ch in getattr(b, k)):
-            ax.add_patch(Rectangle((i, -row), 0.92, 0.8, color=COLOURS[field], alpha=0.75))
-            ax.text(i + 0.46, -row + 0.4, ch, ha='center', va='center', color='white', fontsize=8, family='monospace')
-        ax.text(-0.6, -row + 0.4, f'{f} ({layout(f).nbits} bits)', ha='right', va='center')
-        ax.text(layout(f).nbits + 0.4, -row + 0.4, f'= {b.value!r}', va='center', fontsize=9)
-    ax.set(xlim=(-9, 41), ylim=(-2.3, 1.5)); ax.axis('off')
-    ax.legend(handles=[Rectangle((0, 0), 1, 1, color=c, alpha=0.75, label=k) for k, c in COLOURS.items()],
-              loc='upper center', ncol=3, frameon=False)
-    return ax
-
 # %% ../../nbs/lessons/01_bf16.ipynb #3c4dffc9
 def to_bf16(
     x, # a number or array-like; converted to float32 first
@@ -220,51 +194,3 @@ def encodings_table(
         rows[f] = {'sign': b.sign, 'exponent': b.exponent, 'mantissa': b.mantissa, 'stored': b.value,
                    'error': err, 'relative error': rel, 'next down': float(down), 'next up': float(up)}
     return pd.DataFrame.from_dict(rows, orient='index')
-
-# %% ../../nbs/lessons/01_bf16.ipynb #30ed7513
-def _coloured(b:Bits)->str:
-    return ''.join(f'<span style="color:{COLOURS[k]}">{getattr(b, k)}</span>' + ('&nbsp;' if k != 'mantissa' else '')
-                   for k in COLOURS)
-
-# %% ../../nbs/lessons/01_bf16.ipynb #290461a5
-def encodings_html(
-    x:float, # the number to look at
-)->str:      # an HTML table that scrolls sideways where the page is narrow
-    "`encodings_table(x)` as HTML, with the sign, exponent and mantissa bits coloured"
-    t = encodings_table(x)
-    head = ''.join(f'<th style="text-align:left">{h}</th>' for h in (
-        'format', 'bits', 'stored', 'relative error', 'next down<br>next up'))
-    body = ''.join(
-        f'<tr><td>{f}</td><td style="font-family:monospace">{_coloured(bits(x, f))}</td><td>{r["stored"]:.9g}</td>'
-        f'<td>{r["relative error"]:.3g}</td><td>{r["next down"]:.9g}<br>{r["next up"]:.9g}</td></tr>'
-        for f, r in t.iterrows())
-    legend = ' '.join(f'<span style="color:{c}">{k}</span>' for k, c in COLOURS.items())
-    return (f'<div style="overflow-x:auto"><b>x = {html.escape(repr(float(x)))}</b> &nbsp; {legend}'
-            f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>')
-
-# %% ../../nbs/lessons/01_bf16.ipynb #affbe842
-EXAMPLES = {'1/3': 1/3, '0.1': 0.1, '1 + 2^-8 (a tie)': 1 + 2**-8, '65504 (float16 max)': 65504.0,
-            '70000 (float16 overflows)': 70000.0, '1e-8 (float16 underflows)': 1e-8,
-            '3.3895e38 (bfloat16 max)': float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
-            '1e-40 (bfloat16 subnormal)': 1e-40}
-
-def explorer(
-    value:float=1/3, # the number shown first
-):                   # an ipywidgets VBox; `.x`, `.examples`, `.down`, `.up` and `.html` are its parts
-    """An interactive view of a number in float32, bfloat16 and float16: type a number, pick an example, or step
-    through bfloat16"""
-    import ipywidgets as W
-    x = W.FloatText(value=value, description='x')
-    examples = W.Dropdown(options=[('examples...', None), *EXAMPLES.items()], value=None, description='or pick')
-    down, up = W.Button(description='◀ bfloat16 step'), W.Button(description='bfloat16 step ▶')
-    out = W.HTML(encodings_html(value))
-    def show(change): out.value = encodings_html(change['new'])
-    def pick(change):
-        if change['new'] is not None: x.value = change['new']
-    def step(i): return lambda _: setattr(x, 'value', float(neighbours(x.value, 'bf16')[i]))
-    x.observe(show, names='value')
-    examples.observe(pick, names='value')
-    down.on_click(step(0)); up.on_click(step(1))
-    ui = W.VBox([W.HBox([x, examples]), W.HBox([down, up]), out])
-    ui.x, ui.examples, ui.down, ui.up, ui.html = x, examples, down, up, out
-    return ui

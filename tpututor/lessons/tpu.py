@@ -11,7 +11,7 @@ import numpy as np
 from ..datasheets import TPU_SPECS, tpu_spec, tpu_table, mxu_size
 
 # %% auto #0
-__all__ = ['pad_to_multiple', 'systolic_matmul', 'layer_flops', 'chip_picture', 'mxu_utilisation']
+__all__ = ['pad_to_multiple', 'systolic_matmul', 'layer_flops', 'mxu_utilisation']
 
 # %% ../../nbs/lessons/00_tpu.ipynb #22c2ddc1
 def _check_int(name, v, least):
@@ -96,75 +96,6 @@ def layer_flops(
            ('attention mask', 'VPU', B*h*S*S), ('softmax', 'VPU', 5 * B*h*S*S), ('GELU', 'VPU', 8 * T*F),
            ('residual additions', 'VPU', 2 * T*H), ('LayerNorm x 2', 'VPU', 2 * 7 * T*H)]
     return [dict(op=o, unit=u, flops=f) for o, u, f in ops]
-
-# %% ../../nbs/lessons/00_tpu.ipynb #0e5af1c4
-def _grid(chips:int)->tuple:
-    return {1: (1, 1), 4: (2, 2), 8: (4, 2)}.get(chips, (chips, 1))   # a host's chips as columns x rows
-
-# %% ../../nbs/lessons/00_tpu.ipynb #aa64abd8
-def _box(ax, x, y, w, h, text, color, fs=8):
-    from matplotlib.patches import FancyBboxPatch
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle='round,pad=0.02,rounding_size=0.15', fc=color, ec='0.3', lw=0.8))
-    if text: ax.text(x + w / 2, y + h / 2, text, ha='center', va='center', fontsize=fs)
-
-# %% ../../nbs/lessons/00_tpu.ipynb #b2d0cfd3
-def _link(ax, a, b, text='', color='0.2', fs=7):
-    ax.annotate('', b, a, arrowprops=dict(arrowstyle='<->', color=color, lw=1.2, shrinkA=0, shrinkB=0))
-    if text: ax.text((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, text, fontsize=fs, color=color, ha='center', va='center',
-                     bbox=dict(fc='white', ec='none', pad=0.5))
-
-# %% ../../nbs/lessons/00_tpu.ipynb #2542da1e
-def _draw_chip(ax, r):
-    "One chip of the row `r`: HBM beside a TensorCore holding VMEM, the MXUs and the VPU"
-    _box(ax, 0, 0, 10, 6, '', '0.97')
-    ax.text(0.2, 5.65, f"one {r['accelerator'].split('-')[0]} chip", fontsize=9, va='top', weight='bold')
-    _box(ax, 0.4, 0.8, 2.2, 4.2, f"HBM\n{r['hbm_gb_per_chip']} GB", '#f6d6a8', fs=9)
-    cores = f" x {r['cores_per_chip']}" if r['cores_per_chip'] > 1 else ''
-    _box(ax, 3.9, 0.5, 5.8, 4.8, '', '#dde8f6'); ax.text(4.05, 5.15, f'TensorCore{cores}', fontsize=8, va='top')
-    vmem = f"VMEM\n{r['vmem_mib']} MiB" if r.get('vmem_mib') else 'VMEM'
-    _box(ax, 4.2, 0.8, 1.5, 4.0, vmem, '#c9e4c5')
-    n, side = r['mxus_per_core'], r['mxu']
-    h = 2.9 / n
-    for i in range(n): _box(ax, 6.5, 1.9 + i * h, 2.9, h * 0.8, f'MXU {side}', '#f3b6b6', fs=7)
-    _box(ax, 6.5, 0.8, 2.9, 0.85, 'VPU (vector unit)', '#e6d3f0', fs=7)
-    hbm = f"{r['hbm_gbps_per_chip']:.0f} GB/s" if r.get('hbm_gbps_per_chip') else 'HBM link'
-    _link(ax, (2.6, 2.9), (4.2, 2.9), hbm)
-    for y in (1.2, 3.35): _link(ax, (5.7, y), (6.5, y))
-    ax.set(xlim=(-0.2, 10.2), ylim=(-0.2, 6.2)); ax.set_axis_off()
-
-# %% ../../nbs/lessons/00_tpu.ipynb #6ab0c698
-def _draw_slice(ax, r):
-    "The chips of the row `r` on their host: a grid joined by ICI, each chip on PCIe to the host's CPU"
-    cols, rows = _grid(r['chips'])
-    ici = f"ICI {r['ici_gbps_per_link']} GB/s" if r.get('ici_gbps_per_link') else 'ICI'
-    pcie = f"PCIe {r['pcie_gbps_per_chip']} GB/s per chip" if r.get('pcie_gbps_per_chip') else 'PCIe'
-    narrow = cols <= 2   # one or two chips: the host's label on two lines, its box wider than the chips
-    host = f"host CPU: your Python, the input pipeline{chr(10) if narrow else '   '}({pcie})"
-    _box(ax, 0, rows * 2 + 0.6, max(cols * 2 - 0.6, 3.4), 1.0, host, '0.9', fs=7 if narrow else 8)
-    for i in range(cols):
-        for j in range(rows):
-            _box(ax, i * 2, j * 2, 1.4, 1.4, f"chip\n{r['hbm_gb_per_chip']} GB", '#dde8f6', fs=7)
-            if i + 1 < cols: _link(ax, (i * 2 + 1.4, j * 2 + 0.7), (i * 2 + 2, j * 2 + 0.7), color='C3')
-            if j + 1 < rows: _link(ax, (i * 2 + 0.7, j * 2 + 1.4), (i * 2 + 0.7, j * 2 + 2), color='C3')
-    for i in range(cols): ax.plot([i * 2 + 0.7] * 2, [rows * 2 - 0.6, rows * 2 + 0.6], color='0.6', lw=0.8, ls='--')
-    if r['chips'] > 1:
-        ax.text(cols - 0.3, -0.35, f"{ici} per link, one way", color='C3', fontsize=8, ha='center', va='top')
-    ax.text(-0.1, rows * 2 + 1.85, f"{r['accelerator']}: {r['chips']} chip{'s' * (r['chips'] > 1)}, {cols} x {rows}",
-            fontsize=9, weight='bold')
-    ax.set(xlim=(-0.3, max(cols * 2, 4)), ylim=(-1.0, rows * 2 + 2.3)); ax.set_axis_off()
-
-# %% ../../nbs/lessons/00_tpu.ipynb #16264f13
-def chip_picture(
-    accelerator:str='v5e-8', # a row of `TPU_SPECS` ('v5e-8', 'v6e-8', ...)
-):                           # a matplotlib Figure: the chip on the left, its slice on the right
-    """Draw one chip of `accelerator` (HBM, VMEM, MXUs, VPU) and its slice (chips joined by ICI, the host on PCIe),
-    each link's bandwidth from `TPU_SPECS`"""
-    import matplotlib.pyplot as plt
-    row = tpu_spec(accelerator)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[1.1, 1]))
-    _draw_chip(a, row); _draw_slice(b, row)
-    fig.tight_layout()
-    return fig
 
 # %% ../../nbs/lessons/00_tpu.ipynb #e38ddd09
 def mxu_utilisation(
