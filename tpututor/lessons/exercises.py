@@ -316,7 +316,7 @@ EXERCISES = {e.name: e for e in [
                  "what a float32 accumulator does in one wider number."),
     Exercise('pack', _pack, judge=_judge_pack,
              hint="Sort the texts longest first; put each in the first row with room for it; open a new row when none "
-                  "has room. (First fit, longest first, is never more than 22% above the fewest rows.)",
+                  "has room. (First fit, longest first, never needs more than 11/9 of the fewest rows, plus one.)",
              why="Long texts first leaves the short ones to fill the gaps. The library packs by best fit (the row "
                  "with the least room that still holds the text), about as good; either way one static shape."),
     Exercise('pad_batch', _pad_batch, judge=_judge_pad_batch,
