@@ -74,8 +74,8 @@ test_close(loss_mp, loss_one, eps=1e-5)
 test_close(np.asarray(m_mp.get_layer('up').kernel.value), np.asarray(m_one.get_layer('up').kernel.value), eps=1e-5)
 
 # %% after c576afca
-test_eq([rc for rc, out, err in runs], [0, 0, 0])
-test_eq([r['backend'] for r in res.values()], backends)
+test_eq([rc for rc, out, err in runs], [0] * len(backends))
+test_eq(([r['backend'] for r in res.values()], len(backends)), (backends, 3))   # this machine has all three
 for b in backends[1:]: test_close(np.array(res[b]['y']), np.array(res['jax']['y']), eps=1e-5)
 test_ne(res['jax']['seeded'], res['torch']['seeded'])
 test_ne(res['jax']['seeded'], res['tensorflow']['seeded'])
