@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/lessons/bf16.html.md"""
 
 # %% ../../nbs/lessons/01_bf16.ipynb #dc1dff0a
 from __future__ import annotations
-import html, math
+import math
 from typing import NamedTuple, TYPE_CHECKING
 import numpy as np, ml_dtypes
 if TYPE_CHECKING: import pandas as pd   # `encodings_table` imports pandas only when called

@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/lesson_pictures.html.md"""
 
 # %% ../../nbs/12c_lesson_pictures.ipynb #28333306
 from __future__ import annotations
-import html, math, re
+import html, re
 import numpy as np, ml_dtypes
 from ..datasheets import tpu_spec
 from .bf16 import LAYOUTS, Bits, bits, layout, neighbours, encodings_table
