@@ -34,7 +34,7 @@ class TrainConfig:
     # the buckets' lengths when fixed for a whole run (`run_kfold` sets them from every row); None: chosen from each
     # fit's rows
     bucket_lengths:tuple|None=None
-    # several texts to a row of max_len tokens, attention inside each text: one shape, almost no padding (torch, xla)
+    # several texts a row of max_len tokens, attention inside each text: one shape, little padding (torch, xla, keras)
     pack:bool=False
     # a packed run's (rows per step per replica, most texts per row) when fixed for a whole run (`run_kfold` sets it);
     # None: chosen from each fit's rows
@@ -146,7 +146,8 @@ def check_options(
     acts = lambda b: set(getattr(backend_class(b), 'options', ())) if b in backend_names() else set()
     bad = [k for k in asked if k not in acts(backend)]
     if not bad: return
-    who = ' or '.join(repr(b) for b in backend_names() if set(bad) <= acts(b)) or 'none'
+    names = [repr(b) for b in backend_names() if set(bad) <= acts(b)]
+    who = ' or '.join([', '.join(names[:-1]), names[-1]] if len(names) > 1 else names) or 'none'
     raise ValueError(f"{' and '.join(asked[k] for k in bad)} act{'s' if len(bad) == 1 else ''} only in backend "
                      f"{who}, not in {backend!r}: use {who}, or leave them out")
 

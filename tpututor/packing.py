@@ -12,7 +12,7 @@ import numpy as np
 from .encoding import Encoded
 
 # %% auto #0
-__all__ = ['pack_rows', 'Packed', 'pack', 'pack_shape', 'packed_steps']
+__all__ = ['pack_rows', 'Packed', 'pack', 'pack_shape', 'packing_summary', 'packed_steps']
 
 # %% ../nbs/03a_packing.ipynb #672c1846
 def pack_rows(
@@ -63,6 +63,10 @@ class Packed:
     def __getitem__(self, idx)->'Packed':
         "Rows `idx` as a new `Packed`"
         return Packed(**{k: v[idx] for k, v in self.arrays().items()})
+    def pad_to(self, n:int)->'Packed':
+        "At least `n` rows: empty ones added, all padding (no text, each token attending to itself)"
+        fill = lambda k, v: np.full((max(0, n - len(self)),) + v.shape[1:], -1 if k == 'texts' else 0, v.dtype)
+        return Packed(**{k: np.concatenate([v, fill(k, v)]) for k, v in self.arrays().items()})
     def __repr__(self):
         return (f"Packed({self.n_texts} texts in {len(self)} rows x {self.max_len} tokens, "
                 f"{self.n_texts / max(len(self), 1):.2f} a row (at most {self.most}); padding {self.padding:.1%})")
@@ -107,6 +111,16 @@ def pack_shape(
     "The fixed shape of a packed run: rows per step holding about `batch_size` texts, and the most texts a row holds"
     rows = pack_rows(lengths, max_len)
     return max(1, round(batch_size * len(rows) / max(len(lengths), 1))), max(map(len, rows), default=1)
+
+# %% ../nbs/03a_packing.ipynb #01289ff0
+def packing_summary(
+    enc:Encoded,          # the texts
+    most:int|None=None,   # the most texts a row holds
+)->str:   # e.g. '155 texts in 147 rows of 32 tokens, 1.05 a row (at most 2), padding 3.7% (one text a row: 8.7%)'
+    "How texts pack, in words: texts a row on average, the most, the padding left, and the padding of one text a row"
+    p = pack(enc, most)
+    return (f"{p.n_texts} texts in {len(p)} rows of {p.max_len} tokens, {p.n_texts / max(len(p), 1):.2f} a row "
+            f"(at most {p.most}), padding {p.padding:.1%} (one text a row: {1 - enc.lengths.mean() / p.max_len:.1%})")
 
 # %% ../nbs/03a_packing.ipynb #f6283ad2
 def packed_steps(

@@ -16,7 +16,10 @@ from ..config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_t
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.llm import lora_layers, mesh_distribution, backbone_of
 from ..models.keras import (build_model, backbone_class, input_fields, scorer, per_example_loss, hf_config,
-                                   make_optimizer, restart_optimizer, optimizer_state, SCORERS)
+                                   make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
+                                   packed_task_loss)
+from ..models.keras_packed import packed_batches, packed_predictions
+from ..packing import pack_shape, packing_summary
 from ..models.keras_memory import refuse_if_too_big
 from ..flops import Throughput, model_dims, train_flops
 from .base import Backend, EpochLoop, prepare_fit
@@ -66,18 +69,12 @@ def train_batches(
 
 # %% ../../nbs/backends/02_keras.ipynb #222ae032
 def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
-
-# %% ../../nbs/backends/02_keras.ipynb #4adaa3d0
 def _hits()->int: return JaxDevice().cache_hits() if on_jax() else 0     # ... and loads from its compile cache
 
 # %% ../../nbs/backends/02_keras.ipynb #70b6c01d
 def _kept(model)->list:
     return model.trainable_variables if lora_layers(model) else model.weights   # with LoRA the rest never changes
-
-# %% ../../nbs/backends/02_keras.ipynb #abeb6a47
 def _weights(model)->list: return [to_numpy(v.value) for v in _kept(model)]   # the best epoch's weights, on the host
-
-# %% ../../nbs/backends/02_keras.ipynb #04dbadeb
 def _set_weights(model, arrays):
     for v, a in zip(_kept(model), arrays): v.assign(a)
 
@@ -86,8 +83,6 @@ def _set_weights(model, arrays):
 _RESTART = weakref.WeakKeyDictionary()
 def _values(variables)->list:
     return [np.array(to_numpy(v.value)) for v in variables]   # host copies (a train step donates the device buffers)
-
-# %% ../../nbs/backends/02_keras.ipynb #0e13365c
 def _set_values(variables, arrays):
     for v, a in zip(variables, arrays): v.assign(a)
 
@@ -117,22 +112,39 @@ def _put(x:dict):
     return {k: jax.make_array_from_process_local_data(sh, v) for k, v in x.items()}
 
 # %% ../../nbs/backends/02_keras.ipynb #d50fd481
+def _runner(model):
+    "f(this process's rows of a global batch) -> the outputs of the whole batch: jitted over the devices on JAX"
+    if on_jax():
+        f = _forward(model)
+        tv, ntv = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
+        return lambda x: to_numpy(f(tv, ntv, _put(x)))
+    ops = import_keras().ops   # Keras on TensorFlow or torch: one device, eager batches
+    return lambda x: ops.convert_to_numpy(model(x, training=False))
+
 def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     "Predict every row of `data` with full static batches; padding rows dropped, original order kept"
     lengths, w = row_lengths(data), width(data)
     plan = prediction_batches(lengths, batch, length_plan(cfg, data))
-    x = features(data, input_fields(backbone_of(model)))
-    if on_jax():
-        rows, f = local_rows(batch), _forward(model)
-        tv, ntv = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
-        outs = [to_numpy(f(tv, ntv, _put(_keras_batch(x, idx, None if L == w else L, rows))))[:k] for L, idx, k in plan]
-    else:   # Keras on TensorFlow or torch: one device, eager batches
-        ops = import_keras().ops
-        outs = [ops.convert_to_numpy(model(_keras_batch(x, idx, None if L == w else L, slice(None)),
-                                           training=False))[:k] for L, idx, k in plan]
+    x, run = features(data, input_fields(backbone_of(model))), _runner(model)
+    rows = local_rows(batch) if on_jax() else slice(None)
+    outs = [run(_keras_batch(x, idx, None if L == w else L, rows))[:k] for L, idx, k in plan]
     order = np.concatenate([idx[:k] for _, idx, k in plan])
     res = np.empty((len(lengths),) + outs[0].shape[1:], np.float32)
     res[order] = np.concatenate(outs)
+    return res
+
+# packed model -> (rows per step per replica, most texts per row) of the fit that trained it
+_PACKED = weakref.WeakKeyDictionary()
+
+def _predict_packed(model, data:Inputs, cfg:TrainConfig)->np.ndarray:
+    "Predict every text of `data` packed into steps of the run's shape; one output per text, in input order"
+    rows, most = _PACKED.get(model) or cfg.pack_shape or pack_shape(row_lengths(data), width(data), cfg.batch_size)
+    n = max(1, rows * cfg.predict_batch_size // cfg.batch_size) * n_replicas()
+    local, run, res = local_rows(n) if on_jax() else slice(None), _runner(model), None
+    for x, who in packed_predictions(data, n, most, tuple(model.input)):
+        o = run({k: v[local] for k, v in x.items()})
+        if res is None: res = np.zeros((len(data),) + o.shape[2:], np.float32)
+        res[who[who >= 0]] = o[who >= 0]
     return res
 
 # %% ../../nbs/backends/02_keras.ipynb #dca66b83
@@ -147,6 +159,7 @@ def predict(
     if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
+    if cfg.pack: return _predict_packed(model, data, cfg)
     return _predict_arrays(model, data, batch, cfg)
 
 # %% ../../nbs/backends/02_keras.ipynb #7520e961
@@ -168,8 +181,8 @@ def _compile_or_restart(model, cfg:TrainConfig, opt_steps:int, spe:int, replicas
         _set_values(model.variables, restart[1]); restart_optimizer(model.optimizer, restart[2], opt_steps)
         model.steps_per_execution = spe; return
     first = _values(model.variables) if built else None   # before any step: what a restart puts back
-    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas),
-                  loss=per_example_loss(cfg), steps_per_execution=spe)
+    loss = (packed_task_loss if cfg.pack else per_example_loss)(cfg)
+    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas), loss=loss, steps_per_execution=spe)
     model.optimizer.build(model.trainable_variables)
     if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
     else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
@@ -184,6 +197,7 @@ def epoch_callback(
     step_flops,              # training FLOPs of one step (None: unknown)
     valid=None, y_valid=None, # validation rows and targets
     watchers:list|None=None, # each epoch's `CompileWatcher` is appended here
+    texts:list|None=None,    # packed rows: the texts of each step, by epoch (None: `batch` a step)
 ):                           # a `keras.callbacks.Callback`
     """The callback through which Keras' `fit` drives the shared epoch loop: step losses, the bar, the meter,
     compiles, validation, early stopping"""
@@ -197,6 +211,7 @@ def epoch_callback(
     class Epochs(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             self.k, self.m, self.t0, self.hits, self.calls = 0, 0.0, time.perf_counter(), _hits(), 0
+            self.n = texts[epoch] if texts else [batch] * steps   # examples of each step
             self.w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 0 else 0,
                                     name=f'epoch {epoch + 1}', counter=_compiles).start()
             if watchers is not None: watchers.append(self.w)
@@ -207,7 +222,8 @@ def epoch_callback(
             chunk = (k * m - self.k * self.m) / (k - self.k)   # mean loss of the steps since the last call
             loop.history.step_loss.extend([chunk] * (k - self.k))
             self.w.step(input_ids=(batch, shapes[min(i, len(shapes) - 1)]) if fixed else None)
-            self.bar.update(k - self.k); meter.add((k - self.k) * batch, flops=step_flops and (k - self.k) * step_flops)
+            self.bar.update(k - self.k)
+            meter.add(sum(self.n[self.k:k]), flops=step_flops and (k - self.k) * step_flops)
             self.bar.set_postfix_str(f'loss {chunk:.4f}, {meter}', refresh=False)
             self.k, self.m = k, m
         def on_epoch_end(self, epoch, logs=None):
@@ -216,9 +232,26 @@ def epoch_callback(
             loop.history.info['recompiles'].append(self.w.recompiles)
             (val, ev), s = validate(), meter.summary(secs)
             self.model.stop_training = loop.end_epoch(
-                logs['loss'], secs, steps * batch, s['mfu'], self.w.compiles, val, ev,
+                logs['loss'], secs, sum(self.n), s['mfu'], self.w.compiles, val, ev,
                                                       mfu_datasheet=s['mfu_datasheet'], cache_hits=hits)
     return Epochs()
+
+# %% ../../nbs/backends/02_keras.ipynb #0139e280
+def _packed_plan(cfg:TrainConfig, train:Inputs, y, model, verbose:bool)->tuple:
+    """A packed fit's steps (`packed_batches`), in the run's fixed shape or one chosen for these rows: (generator, steps
+    per epoch, row length of each step, rows a step, texts of each step by epoch)"""
+    rows, most = cfg.pack_shape or pack_shape(row_lengths(train), width(train), cfg.batch_size)
+    batch = rows * n_replicas()
+    gen, steps, texts = packed_batches(train, y, (batch, most), cfg.seed, cfg.epochs, tuple(model.input),
+                                       local_rows(batch) if on_jax() else slice(None))
+    if steps < cfg.grad_accum:
+        raise ValueError(f"{len(train)} training texts pack into fewer rows than {cfg.grad_accum} step(s) of {batch} "
+                         f"rows ({rows} x {n_replicas()} device(s)): use a smaller batch_size, or train without --pack")
+    _PACKED[model] = (rows, most)
+    if verbose and main_process():
+        print(f"packed rows: {packing_summary(train, most)}; {batch} rows a step "
+              f"(about {cfg.batch_size * n_replicas()} texts)")
+    return gen, steps, [width(train)] * steps, batch, texts
 
 # %% ../../nbs/backends/02_keras.ipynb #131d07a0
 def fit_model(
@@ -243,8 +276,9 @@ def fit_model(
     y = (np.zeros((start.n, 1), np.float32) if start.y is None
          else start.y.astype(np.int32 if cfg.spec.targets == 'classes' else np.float32))
     model, restart, built = _take_model(cfg, train, model, spare)
-    bb, batch = backbone_of(model), cfg.batch_size * reps
-    gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))
+    bb, batch, texts = backbone_of(model), cfg.batch_size * reps, None
+    if cfg.pack: gen, steps, shapes, batch, texts = _packed_plan(cfg, train, y, model, verbose)
+    else: gen, steps, shapes = train_batches(cfg, train, y, batch, input_fields(bb))
     opt_steps = steps * cfg.epochs // cfg.grad_accum
     if opt_steps == 0:
         raise ValueError(f"{steps * cfg.epochs} batches are fewer than grad_accum={cfg.grad_accum}: lower grad_accum")
@@ -253,13 +287,15 @@ def fit_model(
     dims = model_dims(hf_config(bb))   # None for a config the meter cannot read: MFU unknown
     jax_ = on_jax()
     meter = start.measure(dims, devs, JaxDevice().peak_flops if jax_ else None, jax_kind() if jax_ else None, mfu)
-    per_row = row_flops(cfg, train, dims)
+    per_row = (train_flops(dims, batch * shapes[0], shapes[0], passes=reps) / batch if cfg.pack and dims
+               else row_flops(cfg, train, dims))   # packed: every token of the rows
     step_flops = per_row and batch * per_row / (1 if bb.trainable else 3)   # a frozen encoder runs forward only
     loop = start.loop(lambda: _weights(model), lambda w: _set_weights(model, w),
                       verbose, replicas=reps, global_batch=batch, steps_per_epoch=steps,
                       devices=describe_keras(), recompiles=[], restarted=bool(restart),
                       steps_per_execution=spe, host_calls=[])
-    cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers)
+    cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers,
+                        texts)
     model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[cb])
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
@@ -304,8 +340,13 @@ class KerasBackend(Backend):
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     other_encoders, decoders = False, True
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
-    options = ('lora', 'model_parallel', 'pure_bf16')   # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights
+    # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.models.keras_packed`)
+    options = ('lora', 'model_parallel', 'pure_bf16', 'pack')
     keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)
+    @classmethod
+    def check_config(cls, cfg):
+        "A packed run of a backbone that cannot take packed rows (a decoder) is refused before any work"
+        check_pack(cfg, backbone_class(cfg))
     def __init__(self,
                  devices=None,        # JAX devices to train on (default: all, over every process of a multi-host run)
                  verbose:bool=True,   # progress bar and a line per epoch

@@ -12,14 +12,15 @@ import numpy as np
 from ..devices.jax import import_keras, keep_tf_out, to_numpy
 from ..config import TrainConfig
 from .hub import resolve_model, has_weights
+from .keras_packed import packable, packed_layers, PACKED_FIELDS
 from .llm import is_decoder, add_lora, backbone_of
 from .checkpoint import Checkpoint, checkpoint, keras_preset_name
 from .convert import converter_for
 
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'SCORERS', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
-           'sequence_output', 'input_fields', 'build_model', 'scorer', 'hf_config', 'per_example_loss', 'lr_schedule',
-           'make_optimizer', 'restart_optimizer', 'optimizer_state']
+           'sequence_output', 'input_fields', 'check_pack', 'build_model', 'scorer', 'hf_config', 'per_example_loss',
+           'packed_task_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer', 'optimizer_state']
 
 # %% ../../nbs/models/05_keras.ipynb #38692765
 # TrainConfig.precision -> Keras dtype policy
@@ -147,6 +148,15 @@ def input_fields(backbone)->list: # our field names the backbone takes, e.g. no 
     "The `Encoded` fields a KerasHub backbone takes"
     return [f for f, k in KERAS_INPUTS.items() if k in backbone.input]
 
+# %% ../../nbs/models/05_keras.ipynb #cdfcba0a
+def check_pack(
+    cfg:TrainConfig,   # the run (`pack`, `model`)
+    backbone_cls,      # the KerasHub backbone class it trains (None: not known yet)
+):
+    "Refuse a packed run of a backbone that cannot take packed rows, saying why and what to do"
+    why = packable(backbone_cls) if cfg.pack else None
+    if why: raise ValueError(f"pack=True cannot run {cfg.model}: {why}. Train it without --pack (e.g. --buckets 4)")
+
 # %% ../../nbs/models/05_keras.ipynb #5377a90e
 def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
@@ -156,12 +166,21 @@ def build_model(
     distribution"""
     keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, network_layers()
     with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
+    check_pack(cfg, backbone_class(cfg))   # a packed run of a backbone that cannot take packed rows: before loading
     bb = load_backbone(cfg)
+    check_pack(cfg, type(bb))              # a KerasHub preset's class is known once built
     if cfg.lora: add_lora(bb, cfg.lora)
     fields = input_fields(bb)
     pool = mine['LastToken'](name='last_token') if is_decoder(bb) else mine['MeanPool'](name='mean_pool')
     drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
     dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
+    if cfg.pack:   # one mean per text of packed rows (`tpututor.models.keras_packed`); the same head
+        P = packed_layers()
+        tt = ('token_type_ids',) if 'segment_ids' in bb.input else ()
+        inp = {f: keras.Input((None,), dtype='int32', name=f) for f in PACKED_FIELDS + tt}
+        hidden = P['PackedEncoder'](bb, name='packed_encoder')({k: v for k, v in inp.items() if k != 'texts'})
+        u = P['SegmentMeans'](name='segment_means')(hidden, inp['segment_ids'], inp['texts'])
+        return keras.Model(inp, dense(drop(u)), name=cfg.task)   # (rows, most, n_outputs)
     def embed(suffix=''):
         inp = {f + suffix: keras.Input((None,), dtype='int32', name=f + suffix) for f in fields}
         hidden = sequence_output(bb({KERAS_INPUTS[f]: inp[f + suffix] for f in fields}))
@@ -214,6 +233,15 @@ def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
     "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
     keras, loss, margin = import_keras(), _LOSSES[cfg.spec.loss], cfg.margin
     return lambda y, p: loss(keras, y, p, margin)
+
+# %% ../../nbs/models/05_keras.ipynb #0cd1ed7e
+def packed_task_loss(cfg:TrainConfig): # a `keras.losses.Loss` of (rows, most) targets and weights
+    """The task's loss for packed rows: one value per text slot, weighted 1 for a text and 0 for an empty slot, averaged
+    over the weights (the real texts)"""
+    keras, fn = import_keras(), per_example_loss(cfg)
+    class PackedLoss(keras.losses.Loss):
+        def call(self, y_true, y_pred): return fn(y_true, y_pred)
+    return PackedLoss(reduction='mean_with_sample_weight', name='packed_loss')
 
 # %% ../../nbs/models/05_keras.ipynb #ae2fa11c
 def lr_schedule(

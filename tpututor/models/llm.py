@@ -29,9 +29,12 @@ def is_decoder(
 
 # %% ../../nbs/models/04_llm.ipynb #dc5b516b
 def backbone_of(model): # the KerasHub backbone inside a model from `build_model`
-    "The encoder layer of a model built by `build_model`"
+    "The encoder layer of a model built by `build_model` (in a packed model, the one its `PackedEncoder` runs)"
     import keras_hub
-    return next(l for l in model.layers if isinstance(l, keras_hub.models.Backbone))
+    for l in model.layers:
+        for b in (l, getattr(l, 'backbone', None)):
+            if isinstance(b, keras_hub.models.Backbone): return b
+    raise ValueError(f"{model.name}: no KerasHub backbone among its layers")
 
 # %% ../../nbs/models/04_llm.ipynb #8e154253
 def add_lora(

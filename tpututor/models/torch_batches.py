@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from ..config import Inputs, row_lengths, width, features
 from ..encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
-from ..packing import pack, packed_steps
+from ..packing import pack, packed_steps, packing_summary
 
 # %% auto #0
 __all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'PackedData']
@@ -107,11 +107,8 @@ class PackedData:
         out['weights'] = torch.from_numpy((who >= 0).astype(np.float32))
         return out
     def describe(self)->str:
-        "How the texts pack: texts a row on average, the most, the padding left, and the padding of one text a row"
-        p = pack(self.enc, self.shape[1])
-        return (f"{p.n_texts} texts in {len(p)} rows of {p.max_len} tokens, {p.n_texts / max(len(p), 1):.2f} a row "
-                f"(at most {p.most}), padding {p.padding:.1%} (one text a row: "
-                f"{1 - self.enc.lengths.mean() / p.max_len:.1%})")
+        "How the texts pack (`packing_summary`)"
+        return packing_summary(self.enc, self.shape[1])
     def steps(self, seed:int)->int:
         "How many steps the epoch of `seed` makes (its packing alone, no tensors)"
         return len(packed_steps(self.enc, self.shape, seed)[1])

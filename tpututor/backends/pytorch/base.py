@@ -199,10 +199,7 @@ def _packed_outputs(model:TaskModel, cfg:TrainConfig, data:Encoded, adapter:Torc
     model.eval()
     with torch.no_grad():
         for i in range(0, len(p), n):
-            part = p[i:i + n]
-            if len(part) < n:   # empty rows: all padding, each token attending to itself
-                fill = lambda k, v: np.full((n - len(part),) + v.shape[1:], -1 if k == 'texts' else 0, v.dtype)
-                part = type(p)(**{k: np.concatenate([v, fill(k, v)]) for k, v in part.arrays().items()})
+            part = p[i:i + n].pad_to(n)   # the last step filled with empty rows
             b = ds.batch(part, np.arange(n)); del b['weights']
             with adapter.autocast(cfg.precision): o = fwd(adapter.place(b, share=False)).float()
             adapter.replicate([o]); adapter.step_end(); outs.append((part.texts.reshape(-1), o))
