@@ -14,11 +14,15 @@ from common import report, table, provenance, track_imports, bench_model, smoke_
 
 ROWS, HELD, FOLDS = (60, 30, 2) if SMOKE else (2000, 1000, 3)
 SETTINGS = [{}, dict(buckets=4, batch_size=16)] if SMOKE else [   # {}: no speed option, what the command chooses
-    {}, dict(buckets=0, batch_size=32), dict(buckets=0, batch_size=16), dict(buckets=4, batch_size=32), dict(buckets=4, batch_size=16),
-    dict(buckets=8, batch_size=16), dict(buckets=8, batch_size=32), dict(buckets=4, batch_size=16, precision='bf16')]
+    {}, dict(buckets=0, batch_size=16), dict(buckets=4, batch_size=32), dict(buckets=4, batch_size=16),
+    dict(buckets=8, batch_size=16), dict(buckets=4, batch_size=16, precision='bf16'), dict(pack=True, batch_size=32),
+    dict(pack=True, batch_size=16, precision='fp32')]
 ACCURACY_SLACK = 0.01   # a setting counts as "no cost in accuracy" within this of the defaults' held-out accuracy
 
-def flags(s:dict)->list: return [x for k, v in s.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+def flags(s:dict)->list:
+    "The command-line flags of setting `s`: `--pack` for pack=True, `--buckets 4` for buckets=4"
+    flag = lambda k, v: [f"--{'' if v else 'no-'}{k}"] if isinstance(v, bool) else [f"--{k.replace('_', '-')}", str(v)]
+    return [x for k, v in s.items() for x in flag(k, v)]
 
 def train_command(cmd:list, env:dict)->tuple:
     """Run the command line `cmd` (`tpututor train ...`) with the variables `env` added: (exit status, stdout, stderr). In a
@@ -71,8 +75,13 @@ def main():
              'vs no option': f"{r['examples_per_s'] / base['examples_per_s']:.2f}x" if 'error' not in r else '-',
              'held-out accuracy': f"{r['held_out']:.3f}" if 'error' not in r else r['error'], 'run seconds': r.get('wall_s', '-')} for r in runs]
     x = base['examples_per_s'] / fastest['examples_per_s'] if fastest else 1.0
+    soonest = min(same_acc, key=lambda r: r['wall_s'], default=None)   # the whole k-fold job, start to finish
+    t = soonest['wall_s'] / base['wall_s'] if soonest else 1.0
     goals = [dict(comparison='tpututor train --data with no speed option vs the fastest setting measured at no cost in held-out accuracy '
-                             f"({name(fastest['setting']) if fastest else 'none'}): training examples/s", measured=f'{x:.2f}x', goal='>= 0.9x', met=bool(x >= 0.9))]
+                             f"({name(fastest['setting']) if fastest else 'none'}): training examples/s", measured=f'{x:.2f}x', goal='>= 0.9x', met=bool(x >= 0.9)),
+             dict(comparison='tpututor train --data with no speed option vs the setting that finished the k-fold job soonest at no cost in held-out '
+                             f"accuracy ({name(soonest['setting']) if soonest else 'none'}): the job's seconds, its time over the defaults'",
+                  measured=f"{t:.2f}x ({base['wall_s']:.0f}s vs {soonest['wall_s']:.0f}s)" if soonest else '-', goal='>= 0.9x', met=bool(t >= 0.9))]
     body = (f"The command chose: {base['chosen'] or 'nothing (no speed option to choose)'}.\n\n" + table(rows, list(rows[0])) +
             f"\n\n{FOLDS} folds of {ROWS} Rotten Tomatoes snippets in a CSV, {HELD} others as the test CSV (labelled, so the fold ensemble "
             f"is scored), `--epochs 1`, the pretrained MiniLM, the backend `auto` picks; each run the real `tpututor train` in a fresh process "

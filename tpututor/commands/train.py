@@ -245,6 +245,15 @@ def read_job(args)->Job:
     make_folds(len(df), args.folds, y if spec.targets == 'classes' else None, job.groups, args.fold_kind, job.cfg.seed)
     return job
 
+# %% ../../nbs/commands/01_train.ipynb #343246f4
+def _packable(cfg:TrainConfig, backend)->bool|str: # True, or why this run trains on length buckets instead
+    "Can this run train on packed rows: a backend that packs, a task of one text (or a pair as one), a model that can?"
+    if 'pack' not in backend.options: return f"backend {backend.name!r} does not pack"
+    if cfg.spec.pair: return f"task {cfg.task!r} encodes two texts apart"
+    try: backend.check_config(cfg.replace(pack=True, buckets=0))
+    except ValueError as e: return str(e).split('. Train it without')[0]
+    return True
+
 # %% ../../nbs/commands/01_train.ipynb #2b6cd2dd
 def fit_batch(job:Job,
               # the run's config, with the speed options and the batch it trains with on `backend`
@@ -257,8 +266,10 @@ def fit_batch(job:Job,
         given = {k for k in SPEED_DEFAULTS[dev][0] if getattr(args, k, None) is not None or (
             not args.data and k in DEFAULT_JOB)}
         if cfg.pack: given |= {'buckets'}   # packed rows have one shape: no length buckets
+        packs = SPEED_DEFAULTS[dev][0].get('pack') and not given & {'pack', 'buckets'}
         chosen, line = speed_defaults(
-            given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(backend) if dev == 'cpu' else True)
+            given, dev, _bf16_gpu() if dev == 'gpu' else _bf16_cpu(backend) if dev == 'cpu' else True,
+            _packable(cfg, backend) if packs else True)
         # a CPU's devices are slices of the same cores: the rows per step stay the same
         if 'batch_size' in chosen and dev == 'cpu':
             chosen['batch_size'] = max(1, chosen['batch_size'] * cfg.model_parallel // backend.replicas())
