@@ -19,10 +19,11 @@ DEFAULT_JOB = dict(rows=2000, held_out=1000, max_len=64, epochs=1, batch_size=16
 
 # %% ../../nbs/commands/00_options.ipynb #b7db185c
 SPEED_DEFAULTS = {   # device -> (the speed options `tpututor train` takes where the command line names none, why)
-    # pack=True: packed rows where the run can pack them (`speed_defaults`), the length buckets where it cannot
-    'cpu': (dict(pack=True, buckets=4, batch_size=16, precision='bf16'),
-            "the soonest finish bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is "
-            "texts per step over all devices; bf16 with the torch backend on a CPU with bfloat16 instructions"),
+    # pack=True would choose packed rows where the run can pack them (`speed_defaults`), the length buckets where not
+    'cpu': (dict(pack=False, buckets=4, batch_size=16, precision='bf16'),
+            "the fastest bench/bench_defaults.py measured on a CPU at no cost in held-out accuracy; batch 16 is rows "
+            "per step over all devices; bf16 with the torch backend on a CPU with bfloat16 instructions, where "
+            "packed rows measured slower than length buckets"),
     'gpu': (dict(pack=False, buckets=4, batch_size=32, precision='bf16'),
             "length buckets; bfloat16 on the tensor cores, as bench/bench_gpu.py measured; batch 32 per device; packed "
             "rows not measured on a GPU yet"),
@@ -37,9 +38,10 @@ def speed_defaults(
     device:str,     # 'cpu', 'gpu' or 'tpu' (`device_class`)
     bf16:bool|str=True, # True, or why this device keeps fp32 (a GPU without bfloat16, a CPU without its instructions)
     packable:bool|str=True, # True, or why this run cannot pack (the backend, the task or the model)
+    table:dict|None=None,   # device -> (options, why): default `SPEED_DEFAULTS`
 )->tuple:           # (the options to set, the log line saying what was chosen and why; None when nothing was)
     "The speed options `tpututor train` chooses for `device` where none was given, and why"
-    opts, why = SPEED_DEFAULTS[device]
+    opts, why = (table or SPEED_DEFAULTS)[device]
     chosen = {k: v for k, v in opts.items() if k not in given}
     if chosen.pop('pack', False) and 'buckets' not in given:   # packed rows replace the buckets where they can run
         if packable is True: chosen['pack'] = True; chosen.pop('buckets', None)
