@@ -182,8 +182,9 @@ def _compile_or_restart(model, cfg:TrainConfig, opt_steps:int, spe:int, replicas
         model.steps_per_execution = spe; return
     first = _values(model.variables) if built else None   # before any step: what a restart puts back
     loss = (packed_task_loss if cfg.pack else per_example_loss)(cfg)
-    model.compile(optimizer=make_optimizer(cfg, opt_steps, replicas), loss=loss, steps_per_execution=spe)
-    model.optimizer.build(model.trainable_variables)
+    opt = make_optimizer(cfg, opt_steps, replicas, model.trainable_variables)   # built: its state before any step
+    model.compile(optimizer=opt, loss=loss, steps_per_execution=spe)
+    model.optimizer.build(model.trainable_variables)   # fp16: Keras' loss-scale wrapper around it (AdamW is built)
     if built: _RESTART[model] = (cfg, first, optimizer_state(model.optimizer))
     else: _RESTART.pop(model, None)   # a model trained on: its first state is gone
 

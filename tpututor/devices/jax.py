@@ -13,7 +13,7 @@ from .ops import VirtualDeviceError
 # %% auto #0
 __all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'virtual_jax', 'describe_jax', 'jax_kind',
            'main_process', 'init_multihost', 'gather', 'agree', 'local_rows', 'on_jax', 'data_parallel', 'distributed',
-           'n_devices', 'n_replicas', 'describe_keras', 'to_numpy', 'JaxDevice']
+           'n_devices', 'n_replicas', 'describe_keras', 'to_numpy', 'init_in_one_program', 'JaxDevice']
 
 # %% ../../nbs/devices/03_jax.ipynb #64095c72
 _TF_MODULES = ('tensorflow', 'tensorflow_text')
@@ -316,6 +316,41 @@ def to_numpy(a)->np.ndarray: # the whole array, in this process's memory
     if a.is_fully_addressable: return np.asarray(a)
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+
+# %% ../../nbs/devices/03_jax.ipynb #b5f06a39
+@contextlib.contextmanager
+def init_in_one_program():
+    """Keras variables made inside the block get their first values from one compiled program when it ends (a value
+    assigned inside the block is kept), instead of a compiled eager op per initialiser and shape. On JAX, with no
+    distribution or data parallelism; otherwise the block runs as it is"""
+    keras = import_keras()
+    from keras.src.backend.common import global_state
+    from keras.src.backend.common.stateless_scope import in_stateless_scope
+    dist = keras.distribution.distribution()
+    if not on_jax() or in_stateless_scope() or not isinstance(dist, (type(None), keras.distribution.DataParallel)):
+        yield; return
+    scope = keras.StatelessScope(initialize_variables=False)
+    try:
+        with scope: yield
+    finally:   # on an error too: nothing is left deferred for a later scope to initialise
+        made = global_state.get_global_attribute('uninitialized_variables') or []
+        global_state.set_global_attribute('uninitialized_variables', [])
+    if set(scope.state_mapping) - {id(v) for v in made}:
+        raise RuntimeError('init_in_one_program: a variable made before the block was assigned inside it, and the '
+                           'value would be lost. Assign it after the block.')
+    _first_values(made, scope)
+
+# %% ../../nbs/devices/03_jax.ipynb #9aa3c728
+def _first_values(made:list, scope):
+    "Initialise the deferred variables `made`: assigned values from `scope`, the rest from one jitted program"
+    import jax
+    todo = [v for v in made if scope.get_current_value(v) is None]
+    for v in todo: v._initialize_layout()   # the distribution's layout, as an eager initialisation would take
+    out = [getattr(v._layout, 'backend_layout', v._layout) for v in todo]
+    kw = {'out_shardings': out} if any(s is not None for s in out) else {}
+    values = jax.jit(lambda: [v._initializer(v._shape, dtype=v._dtype) for v in todo], **kw)()
+    first = dict(zip(map(id, todo), values))
+    for v in made: v._initialize(first[id(v)] if id(v) in first else scope.get_current_value(v))
 
 # %% ../../nbs/devices/03_jax.ipynb #d08929eb
 def _peak_flops(

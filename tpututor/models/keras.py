@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib, weakref
 from pathlib import Path
 import numpy as np
-from ..devices.jax import import_keras, keep_tf_out, to_numpy
+from ..devices.jax import import_keras, keep_tf_out, to_numpy, init_in_one_program
 from ..config import TrainConfig
 from .hub import resolve_model, has_weights
 from .keras_packed import packable, packed_layers, PACKED_FIELDS
@@ -158,12 +158,8 @@ def check_pack(
     if why: raise ValueError(f"pack=True cannot run {cfg.model}: {why}. Train it without --pack (e.g. --buckets 4)")
 
 # %% ../../nbs/models/05_keras.ipynb #5377a90e
-def build_model(
-    cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
-):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
-    """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
-    (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
-    distribution"""
+def _network(cfg:TrainConfig): # what `build_model` builds, its variables made eagerly
+    "The backbone of `cfg.model` and the task's head"
     keras = import_keras(); L, spec, mine = keras.layers, cfg.spec, network_layers()
     with keep_tf_out(): keras.utils.set_random_seed(cfg.seed)   # it would import TensorFlow just to seed it
     check_pack(cfg, backbone_class(cfg))   # a packed run of a backbone that cannot take packed rows: before loading
@@ -191,6 +187,16 @@ def build_model(
     if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
     else: out = dense(drop(mine['PairFeatures'](name='pair_features')(u, v)))   # siamese
     return keras.Model({**inp, **inp_b}, out, name=cfg.task)
+
+# %% ../../nbs/models/05_keras.ipynb #6ae77441
+def build_model(
+    cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
+):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
+    """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
+    (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
+    distribution. Weights not loaded from the checkpoint (the head, LoRA adapters) get their first values from one
+    compiled program (`tpututor.devices.jax.init_in_one_program`)"""
+    with init_in_one_program(): return _network(cfg)   # first weights from one program, not an eager op each
 
 # %% ../../nbs/models/05_keras.ipynb #7aedf02e
 SCORERS = weakref.WeakKeyDictionary()   # ranking model -> its scorer (a backend's `free` clears them)
@@ -277,9 +283,11 @@ def make_optimizer(
     cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip, grad_accum
     total:int,         # optimizer steps of the run
     replicas:int,      # devices training in sync (for `scale_lr`)
+    variables=None,    # the weights it trains: built for them here (default: built at its first step)
 ):                     # a `keras.optimizers.AdamW`
     """AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm,
-    gradients accumulated over `grad_accum` batches"""
+    gradients accumulated over `grad_accum` batches. Its state's first values (the step counts, and AdamW's moments
+    when `variables` are given) come from one compiled program"""
     keras = import_keras()
     lr = cfg.lr * replicas if cfg.scale_lr else cfg.lr
     opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup),
@@ -289,7 +297,9 @@ def make_optimizer(
     opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
     # the schedule object (`learning_rate` reads its current value)
     opt.learning_rate_schedule = opt._learning_rate   # noqa
-    opt.learning_rate_schedule.bind(opt)
+    with init_in_one_program():   # zeros of each weight's shape: one program, not an eager op per shape
+        opt.learning_rate_schedule.bind(opt)
+        if variables is not None: opt.build(variables)
     return opt
 
 # %% ../../nbs/models/05_keras.ipynb #6dfe6b38

@@ -49,7 +49,7 @@ def xla_memory(
     import jax, jax.numpy as jnp
     with distributed(distribution):
         model = build_model(cfg)
-        opt = make_optimizer(cfg, 100, 1); opt.build(model.trainable_variables)
+        opt = make_optimizer(cfg, 100, 1, model.trainable_variables)
     loss = per_example_loss(cfg)
     state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
              [v.value for v in opt.variables])
