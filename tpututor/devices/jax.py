@@ -342,15 +342,21 @@ def init_in_one_program():
 
 # %% ../../nbs/devices/03_jax.ipynb #9aa3c728
 def _first_values(made:list, scope):
-    "Initialise the deferred variables `made`: assigned values from `scope`, the rest from one jitted program"
-    import jax
-    todo = [v for v in made if scope.get_current_value(v) is None]
+    """Initialise the deferred variables `made`: assigned values from `scope`, a constant's on the host (a value of
+    the run, such as a step count, is then not baked into the program), the rest from one jitted program"""
+    import jax, jax.numpy as jnp
+    keras = import_keras()
+    given = {id(v): scope.get_current_value(v) for v in made if scope.get_current_value(v) is not None}
+    for v in made:
+        if id(v) not in given and isinstance(v._initializer, keras.initializers.Constant):
+            given[id(v)] = jax.device_put(np.full(v._shape, v._initializer.value, dtype=jnp.dtype(v._dtype)))
+    todo = [v for v in made if id(v) not in given]
     for v in todo: v._initialize_layout()   # the distribution's layout, as an eager initialisation would take
     out = [getattr(v._layout, 'backend_layout', v._layout) for v in todo]
     kw = {'out_shardings': out} if any(s is not None for s in out) else {}
-    values = jax.jit(lambda: [v._initializer(v._shape, dtype=v._dtype) for v in todo], **kw)()
-    first = dict(zip(map(id, todo), values))
-    for v in made: v._initialize(first[id(v)] if id(v) in first else scope.get_current_value(v))
+    values = jax.jit(lambda: [v._initializer(v._shape, dtype=v._dtype) for v in todo], **kw)() if todo else []
+    given.update(zip(map(id, todo), values))
+    for v in made: v._initialize(given[id(v)])
 
 # %% ../../nbs/devices/03_jax.ipynb #d08929eb
 def _peak_flops(
