@@ -234,6 +234,8 @@ def stale_note(file:str, results=None, found=None)->str:
              else 'the next `./run.sh bench --stale` measures them again')
     return f"**Measured with code that has changed since** ({'; '.join(whys)}): {again} (`{mine[0]['how']}`)."
 
+GPU_BENCHES = ('gpu', 'gpu_jobs')   # benches that measure only on a CUDA GPU (each has its --smoke on the CPU)
+
 def stale(results=None)->list:
     """Every entry of every record in bench/results that is stale or carries no code hash: dicts of file, where, why,
     env, how, rerun, and `fails` (True where the suite must fail: no hashes, or its bench changed)"""
@@ -254,9 +256,11 @@ def stale(results=None)->list:
                                 fails=fails and env != 'gpu'))   # a GPU's record waits for a GPU, and its pages say so
     if results == BENCH / 'results':   # a bench that has never been recorded
         for b in sorted(p.stem[6:] for p in BENCH.glob('bench_*.py')):
-            if not (results / f'{b}.json').exists():
-                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='here', how=f'./run.sh bench {b}',
-                                rerun=[f'bench_{b}.py'], fails=True))
+            if not (results / f'{b}.json').exists():   # one that needs a CUDA GPU waits for a machine with one
+                gpu = b in GPU_BENCHES
+                out.append(dict(file=f'{b}.json', where='', why='no record yet', env='gpu' if gpu else 'here',
+                                how=f'python bench/bench_{b}.py (on a CUDA GPU)' if gpu else f'./run.sh bench {b}',
+                                rerun=[f'bench_{b}.py'], fails=not gpu))
     return out
 
 # ------------------------------------------------------------------ notebook outputs that show a record
