@@ -176,7 +176,7 @@ def _ratios(ok, dev, b)->list:
 
 def record(file):
     "FILE into bench/results/gpu.md, the summary rows of bench/results/gpu.json, and the raw figures in gpu_runs.json"
-    from common import RESULTS, table, _write
+    from common import table, record_gpu
     from tpututor.flops import datasheet_peak
     rec = json.loads(Path(file).read_text())
     ok = [r for r in rec['results'] if 'error' not in r]
@@ -207,13 +207,9 @@ def record(file):
                  f"on this GPU and {pct(best['mfu_datasheet'])} of the datasheet's; the datasheet's figure is above what the GPU's own "
                  f"matmuls reach here by {pct(1 - (peak or sheet) / sheet)}, and the rest is the model's non-matmul work (attention "
                  "softmax, LayerNorm, GELU, the optimizer) that the FLOP count leaves out.")
-    prov = {k: rec[k] for k in ('bench', 'modules', 'files', 'code', 'versions', 'env', 'date', 'machine', 'rerun', 'how')}
     text = (f'## GPU: BERT-base on one {dev}\n\n{body}\n\nMeasured {rec["date"]} on a machine with one {dev}, every run in a fresh '
             f'process, one after the other. Reproduce: `{HOW}`\n')
-    _write(RESULTS / 'gpu.md', text)
-    _write(RESULTS / 'gpu.json', json.dumps([dict(benchmark='gpu', **{**prov, **g}) for g in goals], indent=1) + '\n')
-    _write(RESULTS / 'gpu_runs.json', json.dumps(rec, indent=1) + '\n')
-    print(text)
+    record_gpu('gpu', rec, goals, text)
 
 if __name__ == '__main__':
     args = [a for a in sys.argv[1:] if a != '--smoke']

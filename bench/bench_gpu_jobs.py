@@ -21,7 +21,8 @@ Trainer at its best and train >= 3x its steady examples/s; which contender finis
 import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import smoke_alone, bench_model, SMOKE
+from common import smoke_alone, SMOKE
+from bench_trainer import model_path as _model   # the MiniLM; a smoke run's tiny random BERT
 
 ROWS, HELD_OUT, FOLDS, EPOCHS, BATCH, MAX_LEN, BUCKETS = (64, 32, 2, 2, 8, 32, 2) if SMOKE else (5000, 1000, 5, 3, 32, 128, 4)
 SCHEDULE = dict(lr=5e-5, warmup=0.1, weight_decay=0.01, clip=1.0, seed=42)
@@ -40,12 +41,6 @@ LABEL = {   # contender -> (what it is, tpututor's packed rows?, torch.compile m
 SMOKE_CONTENDERS = ('torch', 'torch_pack', 'trainer', 'trainer_grouped')   # compiling on a CPU takes minutes: the eager paths
 GOAL_JOB, GOAL_RATE = 2.0, 3.0
 HOW = 'python bench/bench_gpu_jobs.py run OUT (on the GPU); python bench/bench_gpu_jobs.py record OUT/gpu_jobs.json'
-
-def _model()->str:
-    "The pretrained MiniLM from PyPI; a smoke run: the tiny random BERT of every smoke run (`common.bench_model`)"
-    from tpututor.models.hub import resolve_model
-    m = bench_model()
-    return resolve_model(m) if m == 'minilm' else m
 
 def _data():
     "Training rows, held-out rows and each training row's fold: the same for every contender"
@@ -93,12 +88,8 @@ def _trainer(name, path, tr, te, fold)->dict:
     cuda, flat = torch.cuda.is_available(), name == 'trainer_flat'
     grouped = {'group_by_length': True} if 'group_by_length' in {f.name for f in dataclasses.fields(TrainingArguments)} \
         else {'train_sampling_strategy': 'group_by_length'}   # transformers 5 renamed it
-    class Rows(torch.utils.data.Dataset):
-        def __init__(self, enc, idx, labels): self.enc, self.idx, self.y = enc, idx, labels
-        def __len__(self): return len(self.idx)
-        def __getitem__(self, i):
-            j = self.idx[i]
-            return {'input_ids': self.enc['input_ids'][j], 'attention_mask': self.enc['attention_mask'][j], 'labels': int(self.y[j])}
+    rows = lambda enc, idx, y: [dict(input_ids=enc['input_ids'][j], attention_mask=enc['attention_mask'][j], labels=int(y[j]))
+                                for j in idx]   # a list is a dataset to the Trainer; its length grouping reads input_ids
     class Clock(TrainerCallback):   # seconds of every epoch after the first, the GPU synchronised
         def __init__(self): self.t, self.secs = 0.0, 0.0
         def on_epoch_begin(self, args, state, control, **kw):
@@ -120,7 +111,7 @@ def _trainer(name, path, tr, te, fold)->dict:
                                  seed=SCHEDULE['seed'], bf16=_precision() == 'bf16', torch_compile=LABEL[name][2] is True,
                                  report_to=[], save_strategy='no', eval_strategy='no', logging_strategy='no', dataloader_drop_last=True,
                                  disable_tqdm=True, use_cpu=not cuda, **(grouped if 'grouped' in name else {}))
-        train = Rows(enc, np.flatnonzero(fold != k), tr.label.values)
+        train = rows(enc, np.flatnonzero(fold != k), tr.label.values)
         clock = Clock()
         t = Trainer(model=model, args=args, train_dataset=train, callbacks=[clock],
                     data_collator=DataCollatorWithFlattening() if flat else DataCollatorWithPadding(tok))
@@ -128,7 +119,7 @@ def _trainer(name, path, tr, te, fold)->dict:
         steady[0] += (EPOCHS - 1) * (len(train) // BATCH * BATCH); steady[1] += clock.secs
         t.args.dataloader_drop_last = False   # predict every held-out row
         t.data_collator = DataCollatorWithPadding(tok)
-        logits = t.predict(Rows(enc_te, np.arange(len(te)), te.label.values)).predictions
+        logits = t.predict(rows(enc_te, np.arange(len(te)), te.label.values)).predictions
         probs.append(torch.softmax(torch.from_numpy(np.asarray(logits)).float(), -1).numpy())
         fold_s.append(time.perf_counter() - t0)
     from tpututor.devices.torch import TorchDevice
@@ -171,7 +162,7 @@ def run(out, names=tuple(LABEL)):
 
 def record(file):
     "FILE into bench/results/gpu_jobs.md, its goals into gpu_jobs.json, the raw figures into gpu_jobs_runs.json"
-    from common import RESULTS, table, _write
+    from common import table, record_gpu
     rec = json.loads(Path(file).read_text())
     ok = [r for r in rec['results'] if 'error' not in r]
     failed = [f"{LABEL[r['name']][0]}: {r['error'].strip().splitlines()[-1][:200]}" for r in rec['results'] if 'error' in r]
@@ -204,13 +195,9 @@ def record(file):
     if first: goals.append(dict(comparison=f"GPU ({dev}), short-text 5-fold job: the tpututor setting that finishes first (what the GPU "
                                            f"speed defaults should pick)", measured=f"{LABEL[first['name']][0]}, {first['job_s']:.0f} s",
                                 goal='reported', met=None))
-    prov = {k: rec[k] for k in ('bench', 'modules', 'files', 'code', 'versions', 'env', 'date', 'machine', 'rerun', 'how')}
     text = (f'## GPU: the whole k-fold job on short texts, one {dev}\n\n{body}\n\nMeasured {rec["date"]} on a machine with one {dev}, '
             f'every contender in a fresh process, one after the other. Reproduce: `{HOW}`\n')
-    _write(RESULTS / 'gpu_jobs.md', text)
-    _write(RESULTS / 'gpu_jobs.json', json.dumps([dict(benchmark='gpu_jobs', **{**prov, **g}) for g in goals], indent=1) + '\n')
-    _write(RESULTS / 'gpu_jobs_runs.json', json.dumps(rec, indent=1) + '\n')
-    print(text)
+    record_gpu('gpu_jobs', rec, goals, text)
 
 def smoke(part=None):
     "A smoke run's part (bench/run.py): the eager contenders on the CPU, in this process, recorded into a scratch folder"

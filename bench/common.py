@@ -152,6 +152,15 @@ def report(name, title, body, prov:dict, goals=(), **extra):
 
 MADE_BY_REPORT = ('comparison', 'measured', 'goal', 'met', 'benchmark')   # the keys `report` adds to each row of a run
 
+def record_gpu(name:str, rec:dict, goals:list, text:str):
+    """Write bench `name`'s record made on the GPU machine (`rec`: its run, with `provenance`'s keys): NAME.md (`text`),
+    its goals, each with the run's provenance (NAME.json), and the raw figures (NAME_runs.json)"""
+    prov = {k: rec[k] for k in ('bench', 'modules', 'files', 'code', 'versions', 'env', 'date', 'machine', 'rerun', 'how')}
+    _write(RESULTS / f'{name}.md', text)
+    _write(RESULTS / f'{name}.json', json.dumps([dict(benchmark=name, **{**prov, **g}) for g in goals], indent=1) + '\n')
+    _write(RESULTS / f'{name}_runs.json', json.dumps(rec, indent=1) + '\n')
+    print(text)
+
 def recorded_runs(path)->dict:
     "The rows a bench recorded in the JSON file `path`, by run name, with their own provenance, without the keys `report` adds. {} when there is none."
     rows = json.loads(Path(path).read_text()) if Path(path).exists() else []
