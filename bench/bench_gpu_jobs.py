@@ -9,7 +9,7 @@ average, 68 at most, cut at 128), the fold ensemble scored on 1,000 others; the 
 in a fresh process with an empty compile cache. Per contender: the job's seconds (tokenizing, building each fold's
 model, compiling, training and predicting the held-out rows; importing the frameworks left out), steady examples/s
 (texts trained over seconds, every epoch after a fold's first) and the held-out accuracy of the ensemble, so a
-contender that trains fast but learns less shows it. The goals (issue: defaults that finish the job first): the
+contender that trains fast but learns less shows it. The goals (defaults that finish the job first): the
 GPU speed defaults (`torch`, what `tpututor train` picks with no speed option) finish the job >= 2x sooner than the
 Trainer at its best and train >= 3x its steady examples/s; which contender finishes first is what the GPU row of
 `SPEED_DEFAULTS` should pick.
