@@ -16,8 +16,8 @@ cd "$(dirname "$0")"
 job=${1:-}; [ $# -gt 0 ] && shift
 case "$job" in
   train) extras="all" ;;
-  bench) extras="all,bench" ;;
-  test|shell|docs) extras="all,dev,docs,bench" ;;
+  bench) extras="all,bench,tpu" ;;
+  test|shell|docs) extras="all,dev,docs,bench,tpu" ;;
   # The pins are installed as constraints too, so pip fails here if an extra does not admit the image's versions.
   # Kaggle's image: transformers 5 and no tf-keras for it, so no `tf` extra. Colab's: no KerasHub and no TensorFlow, so
   # neither `keras` nor `tf` (the Keras tutorials' first cell adds KerasHub, as it does there).

@@ -63,6 +63,8 @@ def clean_env(**extra):
     "The environment for child processes: no IN_TEST (it turns nbdev-export into a no-op), quiet TF"
     env = {k: v for k, v in os.environ.items() if k != 'IN_TEST'}
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    from tpututor.devices.tpu import no_tpu_here
+    if no_tpu_here(): env.setdefault('TPU_SKIP_MDS_QUERY', '1')   # libtpu without a TPU: no metadata server to ask
     return {**env, **extra}
 
 # ---- scheduling: the suite runs on both cores (pytest-xdist, `--dist loadgroup`), longest groups first

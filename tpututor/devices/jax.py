@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib, os, re, sys
 import numpy as np
 from .ops import VirtualDeviceError
+from .tpu import cpu_unless_tpu
 
 # %% auto #0
 __all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'virtual_jax', 'describe_jax', 'jax_kind',
@@ -50,6 +51,7 @@ def import_keras(
                                     f"restart the kernel and set KERAS_BACKEND={want} (or call "
                                     f"import_keras({want!r})) before anything imports keras")
     else: os.environ['KERAS_BACKEND'] = want
+    if want == 'jax': cpu_unless_tpu()   # libtpu installed, no TPU: JAX on the CPU, without libtpu's warnings
     try: import keras
     except ImportError: raise ImportError("Keras 3 is not installed: pip install 'tpututor[keras]'") from None
     if int(keras.__version__.split('.')[0]) < 3:
@@ -77,6 +79,7 @@ def virtual_jax(
         raise ValueError(f"n must be a positive whole number of devices, got {n!r}")
     import jax
     if not _started():
+        cpu_unless_tpu()   # libtpu installed, no TPU: JAX on the CPU, without libtpu's warnings
         flags = re.sub(r'--xla_force_host_platform_device_count=\d+', '', os.environ.get('XLA_FLAGS', ''))
         os.environ['XLA_FLAGS'] = f'{flags} --xla_force_host_platform_device_count={n}'.strip()
         jax.config.update('jax_num_cpu_devices', n)
