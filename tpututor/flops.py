@@ -7,6 +7,7 @@ Docs: https://tpututor.github.io/tpututor/flops.html.md"""
 # %% ../nbs/07_flops.ipynb #e727d7c4
 from __future__ import annotations
 import time, warnings
+from fastcore.basics import patch
 from .datasheets import TPU_SPECS, GPU_SPECS
 from .models.families import DECODER_TYPES
 
@@ -249,10 +250,13 @@ def mfu_text(
     datasheet:float|None=None, # MFU against the datasheet peak
 )->str:                        # '' when neither is known
     "'MFU 41.0% of datasheet peak (55.2% of measured)' where the device is known, else 'MFU 8.3% of measured peak'"
-    if datasheet is not None:
+    over = measured is not None and measured > 1   # only in a record written before peaks were raised: not shown
+    m = None if measured is None or over else _pct(measured)
+    if datasheet is not None and datasheet <= 1:
         return f"MFU {_pct(datasheet)} of datasheet peak" + (
-            '' if measured is None else f" ({_pct(measured)} of measured)")
-    return '' if measured is None else f"MFU {_pct(measured)} of measured peak"
+            ' (over the measured peak, measured low)' if over else '' if m is None else f" ({m} of measured)")
+    if over: return "MFU over the measured peak (a peak measured low, at a loaded moment)"
+    return '' if m is None else f"MFU {m} of measured peak"
 
 # %% ../nbs/07_flops.ipynb #500a46fa
 class Throughput:
@@ -263,8 +267,10 @@ class Throughput:
         peak:float|None=None,
         # their datasheet peak FLOP/s together, from `datasheet_peak` (None: no datasheet MFU)
         datasheet:float|None=None,
+        raise_peak=None,            # f(flops_per_s) told when the run beats `peak`, to keep the raised figure
     ):
-        self.dims, self.peak, self.datasheet = dims, peak, datasheet
+        self.dims, self.peak, self.datasheet, self.raise_peak = dims, peak, datasheet, raise_peak
+        self.said = set()           # what it has warned of, once each
         self.reset()
     def reset(self):
         "Start counting again from now"
@@ -283,13 +289,42 @@ class Throughput:
         return self
     def summary(self,
                 seconds:float|None=None)->dict: # examples_per_s, flops_per_s, mfu, mfu_datasheet (None where unknown)
-        "Rates over `seconds` (default: the time since the last reset)"
+        "Rates over `seconds` (default: the time since the last reset); the measured peak raised when the run beats it"
         s = max(seconds if seconds is not None else time.perf_counter() - self.t0, 1e-9)
         fps = self.flops / s if self.dims or self.flops else None
+        if fps and self.peak and fps > self.peak: self.beaten(fps)
         util = lambda peak: fps / peak if fps is not None and peak else None
         return dict(examples_per_s=self.rows / s, flops_per_s=fps,
-                    mfu=util(self.peak), mfu_datasheet=util(self.datasheet))
+                    mfu=util(self.peak), mfu_datasheet=self.sheet_share(util(self.datasheet)))
     def __str__(self):
         d = self.summary()
         m = mfu_text(d['mfu'], d['mfu_datasheet'])
         return f"{d['examples_per_s']:,.1f} ex/s" + (f", {m}" if m else '')
+
+# %% ../nbs/07_flops.ipynb #96a13931
+@patch
+def beaten(self:Throughput,
+           fps:float): # the run's FLOP/s, above the measured peak
+    "The run computes faster than the measured peak, so that peak was measured low: raise it to the run's rate"
+    if 'peak' not in self.said:
+        self.said.add('peak')
+        warnings.warn(f"This run computes {fps:.3g} FLOP/s, more than the measured peak of {self.peak:.3g}: the "
+                      "peak was measured at a loaded moment. It is raised to the run's rate, and MFUs are against it "
+                      "from now on.",
+                      stacklevel=3)
+    self.peak = fps
+    if self.raise_peak: self.raise_peak(fps)
+
+# %% ../nbs/07_flops.ipynb #94b23a02
+@patch
+def sheet_share(self:Throughput,
+                mfu:float|None)->float|None: # MFU against the datasheet; None when unknown or impossible
+    "The datasheet MFU, unless it is above 100%: then the FLOPs were counted wrong, said once, and it is unknown"
+    if mfu is None or mfu <= 1: return mfu
+    if 'sheet' not in self.said:
+        self.said.add('sheet')
+        warnings.warn(f"This run counts {mfu:.0%} of the datasheet peak's FLOP/s, which no device does: its FLOPs "
+                      "per row are counted too high for this model, or the device is not the one its datasheet row "
+                      "names. "
+                      "The datasheet MFU is left unknown.", stacklevel=3)
+    return None

@@ -15,6 +15,7 @@ from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
 from ..flops import mfu_text, Throughput, datasheet_peak
+from ..devices.ops import raise_peak
 from fastcore.basics import patch
 from ..models.families import FAMILIES, DECODERS
 from .registry import backend_names, backend_class
@@ -226,12 +227,18 @@ def measure(self:FitStart,
     kind:str|None=None, # the device kind, for `datasheet_peak` (None: no datasheet)
     mfu:bool=True,      # False: no peak at all
 )->Throughput:          # this fit's meter
-    "The speed meter: the measured and the datasheet peaks of all devices, for the precision the run computes in"
+    """The speed meter: the measured and the datasheet peaks of all devices, for the precision the run computes in; a
+    run that beats the measured peak raises it in the cache (`raise_peak`) when the peak names its key"""
     bf16 = self.cfg.precision in ('bf16', 'pure_bf16')
-    self.peak = peak('bfloat16' if bf16 else 'float32') * devices if mfu and peak else None
-    one = datasheet_peak(kind, 'bf16' if bf16 else self.cfg.precision) if mfu and kind else None
-    self.sheet = one and one * devices
-    return Throughput(dims, self.peak, self.sheet)
+    one = peak('bfloat16' if bf16 else 'float32') if mfu and peak else None
+    self.peak = one * devices if one else None
+    sheet = datasheet_peak(kind, 'bf16' if bf16 else self.cfg.precision) if mfu and kind else None
+    self.sheet = sheet and sheet * devices
+    key = getattr(one, 'key', None)
+    def raised(total): # the run beat the measured peak: keep its rate here, and per device in the cache
+        self.peak = total
+        if key: raise_peak(key, total / devices)
+    return Throughput(dims, self.peak, self.sheet, raised)
 
 # %% ../../nbs/backends/00_base.ipynb #066c2764
 @patch
