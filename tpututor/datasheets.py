@@ -49,12 +49,12 @@ TPU_SPECS = [
          source='https://cloud.google.com/tpu/docs/v2 (sizes); chip figures: Google Cloud TPU announcement 2017, '
                 'Jouppi et al. 2020'),
     # Ironwood: two chiplets per chip, each one TensorCore and one JAX device ('TPU7x'). Google's page gives neither the
-    # MXUs per core nor their side: 256 as on v6e is assumed (a multiple of 256 is also one of 128), no clock implied
+    # MXUs per core nor their side; the side, 256, is JAX's (its Pallas TPU table, `get_tpu_info_for_chip`); no clock
     dict(accelerator='v7x-8', where='Cloud TPU on GKE (TPU7x, Ironwood)', chips=4, cores_per_chip=2,
          devices_per_chip=2, mxus_per_core=None, mxu='256x256', device_kind='TPU7x', hbm_gb_per_chip=192,
          hbm_gbps_per_chip=7380, peak_bf16_tflops_per_chip=2307, ici_links=6, pod_chips=9216, torus='3-D',
          ici_gbps_per_chip=1200, dcn_gbits_per_chip=100,
-         source='https://docs.cloud.google.com/tpu/docs/tpu7x (MXU side assumed: not published there)'),
+         source='https://docs.cloud.google.com/tpu/docs/tpu7x; MXU side: jax.experimental.pallas.tpu (JAX 0.10)'),
 ]
 
 # %% ../nbs/06_datasheets.ipynb #68a868c6

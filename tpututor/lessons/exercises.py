@@ -10,7 +10,7 @@ import copy, html, inspect, textwrap
 import numpy as np, ml_dtypes
 
 # %% auto #0
-__all__ = ['TF_LOADERS', 'EXERCISES', 'Checked', 'Answer', 'Exercise', 'exercise']
+__all__ = ['EXERCISES', 'Checked', 'Answer', 'Exercise', 'exercise']
 
 # %% ../../nbs/12b_exercises.ipynb #803781b1
 class Checked:
@@ -126,9 +126,12 @@ def _device_count(accelerator):
 # ---- 01_bf16: stochastic rounding
 def _stochastic_bf16(x, rng):
     "float32 `x` rounded to bfloat16 up or down at random, so that on average the rounding is exact"
-    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    f = np.asarray(x, np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
     noise = rng.integers(0, 1 << 16, size=u.shape, dtype=np.uint64)   # uniform over the 16 bits about to go
-    return ((u + noise) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)   # a carry rounds up: chance = dropped / 2^16
+    r = (u + noise) >> 16                     # a carry rounds up: its chance is the dropped part / 2^16
+    r = np.where(np.isnan(f), ((u >> 16) & 0x8000) | 0x7FC0, r)    # a NaN's carry would reach inf: keep it a NaN
+    return r.astype(np.uint16).view(ml_dtypes.bfloat16)
 
 def _bits_to_f32(u:int)->float: return float(np.array(u, np.uint32).view(np.float32))
 
@@ -151,7 +154,19 @@ def _judge_stochastic(fn):
         if abs(mean - x32) > 6 * gap / 2 / n ** 0.5:
             return (f"the mean of {n:,} roundings of {x32!r} is {mean!r}, {abs(mean - x32):.2g} away: "
                     f"more than chance allows")
+    # NaN and inf: a NaN with its payload in the dropped bits (0x7F800001) carries into inf; inf - inf is a NaN
+    for bits, name in ((0x7F800000, 'inf'), (0xFF800000, '-inf'), (0x7F800001, 'the NaN 0x7F800001'),
+                       (0xFFC00000, 'the NaN 0xFFC00000')):
+        n, x32 = 4_000, np.array(bits, np.uint32).view(np.float32)
+        got = np.asarray(fn(np.full(n, x32, np.float32), rng)).astype(np.float64)
+        nan = bool(np.isnan(x32))
+        bad = got[~np.isnan(got)] if nan else got[got != x32]
+        if bad.size:
+            return (f"stochastic_bf16 of {name} gave {bad[0]} in {bad.size:,} of {n:,} roundings: " +
+                    ("a NaN must stay a NaN (a carry out of its payload reaches the exponent: treat NaN apart, as "
+                     "to_bf16 does)" if nan else "an infinity must stay itself"))
     return None
+
 
 # %% ../../nbs/12b_exercises.ipynb #296abbfe
 # ---- 01a_bf16_training: a compensated sum in bfloat16
@@ -166,15 +181,61 @@ def _bf16_sum(xs):
         total = t
     return total
 
+def _wide(dt)->bool:
+    "A float dtype wider than bfloat16 (float32, float64, ...)"
+    try: dt = np.dtype(dt)
+    except TypeError: return dt is float
+    return dt.kind == 'f' and dt.itemsize >= 4
+
+class _Bf16Only(np.ndarray):
+    "A bfloat16 array that notes every step taken outside bfloat16 (a wider sum, a cast, a Python float)"
+    wider: list = []
+    def _note(self, how): _Bf16Only.wider.append(how)
+    def __array_ufunc__(self, ufunc, method, *args, **kw):
+        plain = [a.view(np.ndarray) if isinstance(a, _Bf16Only) else a for a in args]
+        r = getattr(ufunc, method)(*plain, **kw)
+        if _wide(kw.get('dtype', np.uint8)) or any(_wide(o.dtype) for o in (r if isinstance(r, tuple) else (r,))
+                                                   if hasattr(o, 'dtype')):
+            self._note(f"np.{ufunc.__name__}{'.' + method if method != '__call__' else ''} in a wider float")
+        return r
+    def astype(self, dtype, *a, **kw):
+        if _wide(dtype): self._note(f'astype({np.dtype(dtype).name})')
+        return self.view(np.ndarray).astype(dtype, *a, **kw)
+    def __getitem__(self, i):
+        r = self.view(np.ndarray)[i]
+        return np.asarray(r).view(_Bf16Only)        # an element too: a 0-d array that keeps watching
+    def __iter__(self): return (self[i] for i in range(len(self)))
+    def __float__(self): self._note('float(...)'); return float(self.view(np.ndarray))
+    def item(self, *a): self._note('.item()'); return self.view(np.ndarray).item(*a)
+    def tolist(self): self._note('.tolist()'); return self.view(np.ndarray).tolist()
+
+def _wide_names(fn)->list:
+    "Float types wider than bfloat16 that `fn`'s code names (its comments aside), where its source can be read"
+    import io, tokenize
+    wide, found = {'float32', 'float64', 'double', 'single', 'longdouble', 'float128', 'f4', 'f8'}, set()
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(textwrap.dedent(inspect.getsource(fn))).readline):
+            if t.type in (tokenize.NAME, tokenize.STRING) and t.string.strip('\'"') in wide: found.add(t.string)
+    except (OSError, TypeError, tokenize.TokenError, IndentationError): pass
+    return sorted(found)
+
 def _judge_bf16_sum(fn):
     bf = ml_dtypes.bfloat16
+    if _wide_names(fn):
+        return (f"bf16_sum names {', '.join(_wide_names(fn))}: a wider accumulator is what the exercise replaces; "
+                f"every step must stay in bfloat16")
     rng = np.random.default_rng(1)
     for name, xs in (('4,096 times 0.01', np.full(4096, 0.01, bf)),
                      ('3,000 uniform in [0, 1)', rng.random(3000).astype(bf)),
                      ('2,000 normal with mean 0.1', (rng.normal(size=2000) + 0.1).astype(bf))):
         exact = float(xs.astype(np.float64).sum())
-        got = fn(xs.copy())
+        _Bf16Only.wider = []
+        got = fn(xs.copy().view(_Bf16Only))
+        if _Bf16Only.wider:
+            return (f"bf16_sum of {name} left bfloat16 ({', '.join(dict.fromkeys(_Bf16Only.wider))}): a wider "
+                    f"accumulator is what the exercise replaces; every step must stay in bfloat16")
         if got is None: return 'bf16_sum returned None: the body has no `return` yet'
+        if isinstance(got, _Bf16Only): got = got.view(np.ndarray)
         if str(np.asarray(got).dtype) != 'bfloat16': return f"bf16_sum returned {np.asarray(got).dtype}, not bfloat16"
         # a right answer is within one bfloat16 rounding of the exact sum, plus what the compensation cannot catch
         if abs(float(got) - exact) > 2 * 2.0 ** -8 * abs(exact) + 0.05:
@@ -182,6 +243,7 @@ def _judge_bf16_sum(fn):
             return (f"the sum of {name} came out {float(got):.4g}; exact {exact:.4g} "
                     f"(the plain bfloat16 sum gives {naive:.4g})")
     return None
+
 
 # %% ../../nbs/12b_exercises.ipynb #56ed4662
 # ---- 02_xla: texts packed into rows
@@ -216,8 +278,17 @@ def _judge_pack(fn):
 def _pad_batch(x, rows):
     "`x` with zero rows added up to `rows`, and a boolean mask of its real rows"
     import torch
-    pad = torch.zeros((rows - x.shape[0], *x.shape[1:]), dtype=x.dtype)
-    return torch.cat([x, pad]), torch.arange(rows) < x.shape[0]
+    pad = torch.zeros((rows - x.shape[0], *x.shape[1:]), dtype=x.dtype, device=x.device)   # on x's device
+    return torch.cat([x, pad]), torch.arange(rows, device=x.device) < x.shape[0]
+
+def _other_devices()->list:
+    "Devices other than the CPU to try a batch on: 'meta' (shapes only) always; XLA where this process has torch_xla"
+    import sys
+    devs = ['meta']
+    if 'torch_xla' in sys.modules:   # only a process that already imported it (importing it after TensorFlow aborts)
+        try: devs.append(sys.modules['torch_xla'].device())
+        except Exception: pass
+    return devs
 
 def _judge_pad_batch(fn):
     import torch
@@ -236,7 +307,21 @@ def _judge_pad_batch(fn):
         if not torch.equal(padded, want_p): return f"{call}: padded is {_show(padded)}; expected {_show(want_p)}"
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or not torch.equal(mask, want_m):
             return f"{call}: mask is {_show(mask)}; expected {_show(want_m)}"
+    for dev in _other_devices():   # a batch on an accelerator: the padding and the mask must be made there too
+        x = torch.arange(12.0).reshape(3, 4).to(dev)
+        call = f"pad_batch(a (3, 4) batch on {x.device}, 8)"
+        try: padded, mask = fn(x, 8)
+        except RuntimeError as e:
+            return f"{call} raised RuntimeError: {str(e).splitlines()[0]} (make the zeros on x's device)"
+        for what, t, shape in (('padded', padded, (8, 4)), ('mask', mask, (8,))):
+            if not isinstance(t, torch.Tensor) or t.device != x.device or tuple(t.shape) != shape:
+                where = t.device if isinstance(t, torch.Tensor) else type(t).__name__
+                return f"{call}: {what} is on {where}, expected {x.device} with shape {shape}: make it on x's device"
+        if x.device.type != 'meta' and not (torch.equal(padded.cpu(), _pad_batch(x.cpu(), 8)[0])
+                                           and torch.equal(mask.cpu(), torch.arange(8) < 3)):
+            return f"{call}: padded or mask differ from the CPU's"
     return None
+
 
 # %% ../../nbs/12b_exercises.ipynb #59dd37b9
 # ---- 02b_xla_devices: which rows each device holds
@@ -247,11 +332,12 @@ def _shard_rows(n_rows, devices):
 
 # %% ../../nbs/12b_exercises.ipynb #ca6af0fa
 # ---- 03_frameworks: an import order that does not abort
-TF_LOADERS = ('tensorflow', 'tf_keras', 'keras_hub')   # modules that load TensorFlow where it is installed
+_TF_LOADERS = ('tensorflow', 'tf_keras', 'keras_hub')   # modules that load TensorFlow where it is installed
 
 def _import_order(modules):
     "`modules` in an order that imports them all in one process"
-    return sorted(modules, key=lambda m: m in TF_LOADERS)   # torch_xla before anything that loads TensorFlow
+    loads_tf = ('tensorflow', 'tf_keras', 'keras_hub')     # each loads TensorFlow where it is installed
+    return sorted(modules, key=lambda m: m in loads_tf)    # torch_xla before anything that loads TensorFlow
 
 def _judge_import_order(fn):
     for mods in (['tensorflow', 'torch_xla'], ['jax', 'tensorflow', 'torch_xla'], ['keras_hub', 'jax', 'torch_xla'],
@@ -260,9 +346,10 @@ def _judge_import_order(fn):
         call = f"import_order({mods})"
         if got is None: return f"{call} returned None: the body has no `return` yet"
         if sorted(got) != sorted(mods): return f"{call} returned {got}: not the same modules"
-        if 'torch_xla' in got and any(got.index(m) < got.index('torch_xla') for m in got if m in TF_LOADERS):
+        if 'torch_xla' in got and any(got.index(m) < got.index('torch_xla') for m in got if m in _TF_LOADERS):
             return f"{call} returned {got}: this process would abort at `import torch_xla`"
     return None
+
 
 # %% ../../nbs/12b_exercises.ipynb #6a5e1de6
 # ---- 03a_jax: a branch on a traced value
@@ -294,8 +381,10 @@ EXERCISES = {e.name: e for e in [
              hint="Count each axis on its own and add the axes up. Without wraparound the hops along an axis are "
                   "|a - b|; with it the axis is a ring of n chips, so a message can also go the other way, n - |a - b| "
                   "hops: take the shorter.",
-             why="Opposite corners of a 16 x 16 slice are 30 hops apart without wraparound and 2 with it: what the "
-                 "wraparound links of a full v5e or v6e pod buy an all-reduce."),
+             why="Opposite corners of a 16 x 16 slice are 30 hops apart without wraparound and 2 with it: a shorter "
+                 "path for one message. A collective such as an all-reduce is bound by bandwidth, not hops (each chip "
+                 "passes data only to its neighbours); what wraparound buys it is a ring whose links carry data both "
+                 "ways at once, and without it such a collective takes about twice as long (the scaling book)."),
     Exercise('device_count', _device_count,
              cases=['v2-8', 'v3-32', 'v4-8', 'v4-32', 'v5p-8', 'v5litepod-8', 'v5litepod-16', 'v6e-4', 'v6e-256'],
              hint="The number after the dash counts TensorCores on v2, v3, v4 and v5p and chips on v5e and v6e. A "
