@@ -133,8 +133,14 @@ def test_tested_on_table(tmp_path):
     assert '| GPU | NVIDIA H200, Python 3.12.3 | the predict benchmark (`bench/bench_predict.py`) | 2026-11-26 |' in full and 'x16' not in full, full
     assert "| CPU | Intel Xeon x2, Python 3.13.0 | the notebooks and the default job with Colab's TPU runtime versions (`./run.sh compat colab`) | 2026-11-26 |" in full, full
     assert '| TPU | not yet |' in full and len(full.strip().splitlines()) == 2 + 5, full
-    here = tested_on()   # this repository's records: the recorded GPU bench, no TPU
-    assert '| TPU | not yet |' in here and '| GPU | not yet |' not in here, here
+    (tmp_path / 'bench' / 'results' / 'tpu_plan.json').write_text(json.dumps([   # compiled for a TPU here, never run on one
+        {**row('Intel Xeon x2, Python 3.11.7', '2026-12-02'), 'compiled_for': 'TPU v5e-8, v6e-8', 'libtpu': '0.0.42.1'}]))
+    compiled = tested_on(tmp_path)
+    assert ('| TPU | TPU v5e-8, v6e-8: compiled for by libtpu 0.0.42.1 on a CPU, not run on a TPU, Python 3.11.7 | the memory '
+            "estimate against the TPU compiler, the tutorials' TPU settings (`bench/bench_tpu_plan.py`) | 2026-12-02 |") in compiled, compiled
+    assert '| TPU | not yet |' not in compiled and compiled.count('| CPU | Intel Xeon x2, Python 3.11.7') == 1, compiled
+    here = tested_on()   # this repository's records: the recorded GPU bench; TPU programs compiled for the chips, none run
+    assert '| TPU | TPU v5e-8' in here and 'not run on a TPU' in here and '| GPU | not yet |' not in here, here
     nb = tmp_path / 'index.ipynb'
     nb.write_text(json.dumps({'cells': [{'cell_type': 'markdown', 'source': ['## Tested on\n', '\n', MARKER + '\n', '\n', 'after']}]}))
     assert readme(nb) == '## Tested on\n\n' + here.strip() + '\n\nafter\n'

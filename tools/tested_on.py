@@ -1,7 +1,7 @@
 """The "Tested on" table: where this project's code has run and when, read from its records, never typed by hand.
 
-Records read: every benchmark row in bench/results/*.json (its `machine` and `date`) and the compat runs
-(tools/compat/results-*.json). The docs' install page shows the table (tools/docs/build.py); tools/make_readme.py puts
+Records read: every benchmark row in bench/results/*.json (its `machine` and `date`; a row with `compiled_for` names the TPU
+chips libtpu compiled it for, on a CPU, and says it did not run on them) and the compat runs (tools/compat/results-*.json). The docs' install page shows the table (tools/docs/build.py); tools/make_readme.py puts
 it where nbs/index.ipynb has a markdown line `<!-- tested-on -->`.
 Usage: python tools/tested_on.py    (prints the table)
 """
@@ -28,6 +28,11 @@ def records(root:Path=ROOT)->list:
             if gpu: machine = gpu.group(0)   # made on the GPU machine: its GPU, which the comparison names (`machine` is its host CPU)
             what = {'gpu': 'the GPU benchmark (`bench/bench_gpu.py`)', 'predict': 'the predict benchmark (`bench/bench_predict.py`)'}.get(
                 p.stem, 'the benchmarks (`./run.sh bench`)')
+            if r.get('compiled_for'):   # compiled for a TPU by libtpu on this CPU: a TPU row that says it did not run there
+                out.append(dict(platform='TPU', machine=f"{r['compiled_for']}: compiled for by libtpu {r['libtpu']} on a CPU, "
+                                'not run on a TPU', python=py or None, date=r['date'],
+                                what=f"the memory estimate against the TPU compiler, the tutorials' TPU settings (`bench/bench_{p.stem}.py`)"))
+                continue
             out.append(dict(platform=_platform(machine), machine=machine, python=py or None, date=r['date'], what=what))
     for p in sorted((root / 'tools' / 'compat').glob('results-*.json')):
         r = json.loads(p.read_text())

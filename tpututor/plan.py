@@ -11,8 +11,8 @@ from .datasheets import TPU_SPECS, tpu_spec
 from .models.families import DECODER_TYPES
 
 # %% auto #0
-__all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'param_count', 'memory_plan', 'accelerator_of', 'hbm_bytes',
-           'largest_batch', 'check_fits', 'step_time']
+__all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'COMPILERS', 'param_count', 'memory_plan', 'accelerator_of',
+           'hbm_bytes', 'largest_batch', 'slice_devices', 'check_fits', 'step_time']
 
 # %% ../nbs/08_plan.ipynb #6dc60ffe
 # model types of the decoder LLMs `model_dims` reads
@@ -48,12 +48,26 @@ def param_count(
 PRECISION_BYTES = {'fp32': (4, 4), 'bf16': (4, 2), 'pure_bf16': (2, 2)}
 
 # %% ../nbs/08_plan.ipynb #32dec5af
-# values kept per token and layer for the backward pass (fitted to XLA below)
+# values kept per token and layer for the backward pass by XLA on a CPU (fitted below)
 ACTIVATIONS = dict(hidden=6, ffn=2, scores=9.4)
 
 # %% ../nbs/08_plan.ipynb #974b7902
 # a decoder's: a gated MLP (three F-wide tensors), no dropout on the attention weights
 DECODER_ACTIVATIONS = dict(hidden=6, ffn=3, scores=4.4)
+
+# What each compiler keeps. 'cpu': XLA on a CPU, fitted below. 'tpu': libtpu for a TPU chip, fitted to its memory
+# analysis of the keras backend's step (bench/bench_tpu_plan.py): about half the gradients (each is used by the
+# update as it is made), an encoder's activations at a little over half and its attention scores at a quarter of
+# what XLA keeps on a CPU (a decoder's as on a CPU), up to `on_chip` bytes of those in the chip's own memory rather
+# than HBM, code of about 18 MiB a layer, and, for a decoder sharded over a mesh, the bfloat16 copies of its weights
+# gathered over the data axis for about half its layers. DeBERTa's disentangled attention keeps ten times the
+# score-sized tensors and twice the code (fitted on its one row there)
+COMPILERS = {
+    'cpu': dict(encoder=ACTIVATIONS, decoder=DECODER_ACTIVATIONS, gradients=1.0, on_chip=0, code=0, gathered=0.0),
+    'tpu': dict(encoder=dict(hidden=3.4, ffn=1.14, scores=2.5), decoder=dict(hidden=6, ffn=3, scores=0),
+                gradients=0.55, on_chip=62 * 2**20, code=18 * 2**20, gathered=0.5,
+                families={'deberta-v2': dict(scores=25, code=40 * 2**20)}),
+}
 
 def memory_plan(
     config,                  # a transformers config of an encoder or decoder LLM (`model_dims` reads it)
@@ -64,8 +78,11 @@ def memory_plan(
     model_parallel:int=1,    # devices one replica's weights are sharded over
     n_outputs:int=2,         # the head's outputs
     params:int|None=None,    # parameter count (default: `param_count(config)`)
-)->dict:                     # bytes per device: weights, gradients, optimizer, activations, total; and the sizes used
+    compiler:str='tpu',      # whose program: 'tpu' (libtpu, for a TPU chip) or 'cpu' (XLA on a CPU); `COMPILERS`
+    devices:int|None=None,   # the mesh's devices: a decoder with model_parallel > 1 is split over all of them
+)->dict:                     # bytes per device: weights, gradients, optimizer, activations, code, total; sizes used
     "The memory one training step needs on each device, before anything compiles"
+    if compiler not in COMPILERS: raise ValueError(f"compiler={compiler!r}: use one of {list(COMPILERS)}")
     if precision not in PRECISION_BYTES:
         raise ValueError(f"precision={precision!r}: use one of {list(PRECISION_BYTES)}")
     for k, v in dict(max_len=max_len, batch_size=batch_size, model_parallel=model_parallel).items():
@@ -77,15 +94,23 @@ def memory_plan(
     head = H * n_outputs + n_outputs
     T = P + head if not lora else L * 2 * 2 * lora * H + head
     vb, ab = PRECISION_BYTES[precision]
-    k, m = DECODER_ACTIVATIONS if config_getter(config)('model_type') in DECODER_TYPES else ACTIVATIONS, model_parallel
+    c, m = COMPILERS[compiler], model_parallel
+    decoder = config_getter(config)('model_type') in DECODER_TYPES
+    fam = c.get('families', {}).get(config_getter(config)('model_type'), {})
+    k = {**(c['decoder'] if decoder else c['encoder']), **{n: v for n, v in fam.items() if n != 'code'}}
     # MLP-wide and per-head tensors split over the model axis
     split = k['ffn'] * F / m + k['scores'] * a * max_len / (m if a % m == 0 else 1)
     # hidden-wide ones: every device of the group holds them whole
     per_row = max_len * L * (k['hidden'] * H + split) * ab
-    out = dict(weights=(P + head) * vb / model_parallel, gradients=T * vb / model_parallel,
-               optimizer=2 * T * vb / model_parallel, activations=batch_size * per_row)
+    # KerasHub's layout map splits a decoder's weights over both axes of a mesh: over every device
+    w = devices if decoder and m > 1 and devices else m
+    G, A, V = c['gradients'] * T * vb / w, batch_size * per_row, c['on_chip']
+    out = dict(weights=(P + head) * vb / w, gradients=max(0.0, G - V), optimizer=2 * T * vb / w,
+               activations=max(0.0, A - max(0.0, V - G)), code=fam.get('code', c['code']) * L,
+               gathered=c['gathered'] * P * ab / m if w > m else 0.0)
     out['total'] = sum(out.values())
-    return dict(out, per_row=per_row, params=P + head, trainable=T)
+    fixed = out['total'] - out['activations'] - out['gradients'] + G - V   # all but what grows with the batch
+    return dict(out, per_row=per_row, fixed=fixed, params=P + head, trainable=T)
 
 # %% ../nbs/08_plan.ipynb #314820fb
 def accelerator_of(
@@ -111,8 +136,16 @@ def largest_batch(
     margin:float=0.1,    # share of the HBM left for XLA's workspace and input buffers
 )->int:                  # rows per replica that fit (0: not even the weights and optimizer state do)
     "The largest batch per replica whose step fits in `hbm` bytes"
-    free = hbm * (1 - margin) - (plan['weights'] + plan['gradients'] + plan['optimizer'])
+    free = hbm * (1 - margin) - plan.get('fixed', plan['weights'] + plan['gradients'] + plan['optimizer'])
     return max(0, int(free // plan['per_row']))
+
+# %% ../nbs/08_plan.ipynb #aab6ce71
+def slice_devices(
+    accelerator:str,   # a row of `TPU_SPECS`
+)->int:                # the JAX devices of that slice (chips x devices a chip)
+    "How many devices JAX sees on `accelerator`: the mesh a run's weights may be split over"
+    r = tpu_spec(accelerator)
+    return r['chips'] * r['devices_per_chip']
 
 # %% ../nbs/08_plan.ipynb #c98e2eae
 def check_fits(
@@ -126,7 +159,8 @@ def check_fits(
     margin:float=0.1,
 )->dict:                     # the plan, with `hbm` and `largest_batch`
     "Refuse, before anything compiles, a run whose step will not fit in a device's HBM; say what would fit"
-    plan = memory_plan(config, max_len, batch_size, precision, lora, model_parallel)
+    plan = memory_plan(config, max_len, batch_size, precision, lora, model_parallel,
+                       devices=slice_devices(accelerator))
     hbm = hbm_bytes(accelerator); usable = hbm * (1 - margin)
     plan.update(hbm=hbm, largest_batch=largest_batch(plan, hbm, margin))
     if plan['total'] > usable:
@@ -143,14 +177,15 @@ def _what_fits(config, max_len, batch_size, accelerator, precision, lora, model_
     """What would fit, cheapest change first: a smaller batch; half the length; fewer bytes a weight; more devices a
     copy; LoRA; a TPU with more HBM"""
     def best(acc, prec, mp, lo):   # the largest batch (or 0) with these settings
-        return largest_batch(memory_plan(config, max_len, batch_size, prec, lo, mp), hbm_bytes(acc), margin)
-    devices = lambda acc: tpu_spec(acc)['chips'] * tpu_spec(acc)['devices_per_chip']
+        return largest_batch(memory_plan(config, max_len, batch_size, prec, lo, mp, devices=slice_devices(acc)),
+                             hbm_bytes(acc), margin)
+    devices = slice_devices
     # this one first, then the smaller ones
     cheaper = [p for p in PRECISION_BYTES if PRECISION_BYTES[p] <= PRECISION_BYTES[precision]]
     here = best(accelerator, precision, model_parallel, lora)
     out = [f"batch_size={here}"] if here else []
-    half = memory_plan(config, max_len // 2, batch_size, precision, lora,
-                       model_parallel)['total'] <= hbm_bytes(accelerator) * (1 - margin)
+    half = memory_plan(config, max_len // 2, batch_size, precision, lora, model_parallel,
+                       devices=slice_devices(accelerator))['total'] <= hbm_bytes(accelerator) * (1 - margin)
     out += [f"max_len={max_len // 2}"] if max_len > 1 and half else []
     for acc in [accelerator] + [
         r['accelerator'] for r in TPU_SPECS if r['accelerator'] != accelerator and devices(r['accelerator']) > 1]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['RESULTS_URL', 'STALE_MARK', 'code_text', 'module_file', 'code_hash', 'module_hashes', 'changed_since', 'record_notes',
-           'without_notes', 'record_text', 'record_entry', 'recorded']
+           'without_notes', 'record_text', 'record_entry', 'recorded', 'compiled_for']
 
 # %% ../nbs/12a_records.ipynb #cc31c104
 def _canon(node)->str:
@@ -147,3 +147,24 @@ def recorded(
     rec = record_entry(file, run)
     for line in record_notes(rec): print(line)
     return rec if file.endswith('.json') else record_text(file)
+
+# %% ../nbs/12a_records.ipynb #351c65ee
+def compiled_for(
+    entry:dict,   # a tutorial's entry of tpu_plan.json: its `tutorial` (chip, versions, programs, job time)
+)->str:           # the lines a page prints
+    "What a program compiled for a TPU chip by libtpu on a CPU says: chip, libtpu, not run there, HBM, roofline"
+    t, MiB = entry['tutorial'], 2**20
+    progs = t['programs']
+    big = max(progs, key=lambda p: p['total'])
+    shapes = ', '.join(f"{p['kind']} {p['rows']} x {p['length']}" for p in progs)
+    lines = [f"Compiled for TPU {t['accelerator']} by libtpu {t['libtpu']} (JAX {t['jax']}) on a CPU on "
+             f"{entry['date']}; not run on a TPU.",
+             f"{len(progs)} programs (global rows x tokens):", f"  {shapes}.",
+             f"The largest needs {big['total'] / MiB:,.0f} MiB of a device's {big['hbm'] / MiB:,.0f} MiB "
+             f"({big['total'] / big['hbm']:.0%})" + ('.' if t['fits'] else ': it does not fit.')]
+    if t.get('job_s'):
+        step = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
+        lines.append(f"Roofline (the least it can take): {step['roofline_s'] * 1e3:.1f} ms a training step of "
+                     f"{step['rows']} x {step['length']}; {t['folds']} folds x {t['steps_per_fold']} steps and "
+                     f"their predictions: {t['job_s'] / 60:.1f} min.")
+    return '\n'.join(lines)

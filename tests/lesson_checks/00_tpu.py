@@ -123,3 +123,16 @@ test_eq((u5e, u6e), (0.5, 0.125))
 
 # %% after 4e643420
 assert 1 < r < 1.5
+
+# %% after tpulay01
+assert chip is not None, 'libtpu is installed here (./run.sh test installs the tpu extra): the cell must compile'
+f32 = for_chip(lambda x: x * 2, ((129, 129), jnp.float32))
+test_eq(f32.memory_analysis().argument_size_in_bytes, 136 * 256 * 4)   # tiles of (8, 128): 129 x 129 -> 136 x 256
+assert 'f32[129,129]{1,0:T(8,128)}' in f32.as_text()
+b16 = for_chip(lambda x: x * 2, ((129, 129), jnp.bfloat16))
+assert 'bf16[129,129]{1,0:T(8,128)(2,1)}' in b16.as_text()   # two rows to a 32-bit word
+test_eq(b16.memory_analysis().argument_size_in_bytes, 136 * 256 * 2)
+
+# %% after tpulay03
+test_eq(mm.cost_analysis()['flops'], 2 * 129**3)
+assert ' convolution(' in mm.as_text()

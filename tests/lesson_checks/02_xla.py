@@ -72,3 +72,12 @@ test_eq(per_batch, [1, 1, 0, 1, 0])
 
 # %% after 214ff864
 test_eq(list(lr_compiles.values()), [1, 0, 0, 1])
+
+# %% after tpustep2
+ops = entry(tpu_step.as_text())
+test_eq(sum(op == 'all-reduce' for _, op, *_ in ops), 1)   # one all-reduce of both gradients
+ar = next(i for i, (_, op, *_) in enumerate(ops) if op == 'all-reduce')
+grads = [i for i, (_, op, _, what, mm) in enumerate(ops) if mm and what.startswith('transpose')]
+updates = [i for i, (_, _, _, what, _) in enumerate(ops) if what == 'sub']
+assert grads and updates and max(grads) < ar < min(updates), ops   # after the gradients, before the update
+test_eq(sum(mm for *_, mm in ops) >= 4, True)   # forward and backward matmuls

@@ -12,9 +12,9 @@ from ..devices.frameworks import installed_version, check_xla_pair, XLA_MINORS
 from ..devices.tpu import tpu_target, TPUCompileError
 
 # %% auto #0
-__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'LOCKFILE', 'ALIASES', 'CLI_PARAMS', 'Finding', 'Env', 'check_versions',
-           'check_libtpu_pins', 'check_tested', 'slice_shape', 'check_slice', 'check_visible', 'check_jax_seen',
-           'check_imports', 'check_holders', 'doctor', 'DoctorError', 'doctor_parser', 'doctor_cmd']
+__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'ALIASES', 'CLI_PARAMS', 'Finding', 'Env', 'check_versions', 'check_libtpu_pins',
+           'check_tested', 'slice_shape', 'check_slice', 'check_visible', 'check_jax_seen', 'check_imports',
+           'check_holders', 'doctor', 'DoctorError', 'doctor_parser', 'doctor_cmd']
 
 # %% ../../nbs/commands/05_doctor.ipynb #15b5ee23
 LEVELS = ('error', 'warning', 'note', 'ok')
@@ -74,7 +74,7 @@ def _jax_seen()->tuple|None: # (devices, processes) of a JAX backend this proces
     except Exception: return None
 
 # %% ../../nbs/commands/05_doctor.ipynb #f833ce36
-LOCKFILE = '/tmp/libtpu_lockfile'   # libtpu keeps it open while a process holds the TPU
+_LOCKFILE = '/tmp/libtpu_lockfile'   # libtpu keeps it open while a process holds the TPU
 
 @dataclass
 class Env:
@@ -95,7 +95,7 @@ class Env:
         v['libtpu'] = _first('libtpu', 'libtpu-nightly')
         chips = _chip_files()
         return cls(v, {d: _requires(d) for d in ('jax', 'torch_xla', 'keras-hub', 'tf-keras')}, dict(os.environ),
-                   list(sys.modules), chips, _holders(chips + [LOCKFILE]), _jax_seen(), os.getpid())
+                   list(sys.modules), chips, _holders(chips + [_LOCKFILE]), _jax_seen(), os.getpid())
 
 # %% ../../nbs/commands/05_doctor.ipynb #29be5f5a
 def _spec_ok(req:str, have:dict)->tuple|None: # (name, spec, installed) of an unmet unconditional requirement
@@ -284,7 +284,7 @@ def check_holders(
 def doctor(
     accelerator:str|None=None,   # the TPU slice the run expects, e.g. v5e-8 (default: $TPU_ACCELERATOR_TYPE)
     verbose:bool=True,           # print a line per finding
-    env:Env|None=None,           # what is installed and seen (default: this machine, `Env.here()`)
+    env:Env|None=None,           # what is installed and seen (default: this machine, its `here` classmethod)
 )->list:                         # the `Finding`s, errors first
     "Check what TPU images get wrong before a run spends quota: versions, the slice, import order, the TPU's owner"
     env = env or Env.here()

@@ -38,6 +38,9 @@ def plan_parser(sub): # the subparsers of `tpututor`
                     help="compile the keras backend's training and prediction programs for the --accelerator chip with "
                     "the TPU's own compiler (libtpu, no TPU needed: pip install \"tpututor[tpu]\") from the model's "
                     "config alone, and print the compiler's memory, FLOPs and HBM bytes per device; not run on a TPU")
+    pl.add_argument('--backend', choices=['keras', 'xla'], default='keras',
+                    help="with --compile: whose programs: keras (Keras on JAX) or xla (PyTorch/XLA, its step traced "
+                         "by torch_xla on this CPU in a child process) (default: keras)")
     pl.add_argument('--lengths', default=None, metavar='L1,L2,...',
                     help='with --compile: the padded lengths the run trains at, its length buckets '
                          '(default: --max-len)')
@@ -69,15 +72,22 @@ def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compile
 def _compiled(args)->dict: # `tpu_plan`'s result
     "`tpututor plan --compile`: the run's programs compiled for the chip, printed; MemoryError when one does not fit"
     from tpututor.devices.jax import virtual_jax, import_keras
-    virtual_jax(1); import_keras()
-    from tpututor.models.keras_tpu import tpu_plan
+    virtual_jax(1)
     lengths = [int(x) for x in args.lengths.split(',')] if args.lengths else None
     cfg = TrainConfig(model=args.model, max_len=max(lengths or [args.max_len]), batch_size=args.batch_size,
                       precision=args.precision, lora=args.lora, model_parallel=args.model_parallel, epochs=args.epochs)
-    r = tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds, args.search or None)
+    xla = getattr(args, 'backend', 'keras') == 'xla'
+    if xla:   # torch_xla traces the step in a child process; no largest-batch search yet
+        from tpututor.models.xla_tpu import xla_tpu_plan
+        r = xla_tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds)
+    else:
+        import_keras()
+        from tpututor.models.keras_tpu import tpu_plan
+        r = tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds, args.search or None)
     mb = lambda b: f"{b / 2**20:9,.0f}"
-    print(f"compiled for TPU {args.accelerator} ({r['devices']} devices) by libtpu {r['libtpu']} with JAX {r['jax']}; "
-          f"not run on a TPU. Per device, MiB:")
+    who = "the xla backend's step traced by torch_xla, " if xla else ''
+    print(f"{who}compiled for TPU {args.accelerator} ({r['devices']} devices) by libtpu {r['libtpu']} with JAX "
+          f"{r['jax']}; not run on a TPU. Per device, MiB:")
     print(f"  {'program':8} {'rows x len':>11} {'arguments':>9} {'outputs':>9} {'temps':>9} {'code':>9} {'total':>9} "
           f"{'of HBM':>7} {'estimate':>9} {'est/comp':>8} {'GFLOP':>9} {'GB moved':>8} {'step ms':>8} {'compile s':>9}")
     for p in r['programs']:
@@ -90,7 +100,8 @@ def _compiled(args)->dict: # `tpu_plan`'s result
               f"{mb(p['outputs'] - p['aliased'])} {mb(p['temporaries'])} {mb(p['code'])} {mb(p['total'])} "
               f"{p['total'] / p['hbm']:7.0%} {mb(est) if est else '':>9} {ratio:>8} {p['flops'] / 1e9:9,.1f} "
               f"{p['hbm_bytes'] / 1e9:8.2f} {p['roofline_s'] * 1e3:8.2f} {p['seconds']:9.1f}")
-    print(f"  outputs: those not written over their arguments (Keras donates the state); step ms: roofline, the larger "
+    donor = 'torch_xla aliases the state, marked so here' if xla else 'Keras donates the state'
+    print(f"  outputs: those not written over their arguments ({donor}); step ms: roofline, the larger "
           f"of FLOPs at the datasheet's peak and bytes at its HBM bandwidth")
     if 'job_s' in r:
         print(f"  the job: {args.folds} folds x {r['steps_per_fold']:,} steps at the longest length, plus prediction: "
@@ -108,6 +119,7 @@ def _compiled(args)->dict: # `tpu_plan`'s result
                           f"{worst['total'] / 1e9:.2f} GB a device, compiled by libtpu {r['libtpu']}: more than a "
                           f"{args.accelerator} device's {worst['hbm'] / 1e9:.1f} GB. "
                           + (f"use batch_size={lb} (it compiles and fits)" if lb else
+                             "use a smaller --batch-size (no largest-batch search for the xla backend yet)" if xla else
                              "not even one row fits: use a shorter max_len, precision='pure_bf16', lora=8 or "
                              "model_parallel=2"))
     return r
@@ -116,24 +128,27 @@ def _compiled(args)->dict: # `tpu_plan`'s result
 def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     "Run `tpututor plan`: the memory per device of a training step, against the accelerator's HBM"
     from transformers import AutoConfig
-    from tpututor.plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits
+    from tpututor.plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits, slice_devices
     from tpututor.models.checkpoint import checkpoint
     config = checkpoint(args.model).hf_config()
-    p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel)
+    p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel,
+                    devices=slice_devices(args.accelerator))
     hbm = hbm_bytes(args.accelerator)
     gb = lambda b: f'{b / 1e9:8.2f} GB'
     print(
         f"{args.model}: {p['params']:,} weights ({p['trainable']:,} trained), {args.batch_size} rows x {args.max_len} "
         f"tokens per device, {args.precision}" + (f", LoRA rank {args.lora}" if args.lora else '')
           + (f", weights over {args.model_parallel} devices" if args.model_parallel > 1 else ''))
-    for k in ('weights', 'gradients', 'optimizer', 'activations', 'total'): print(f"  {k:12} {gb(p[k])}")
+    for k in ('weights', 'gradients', 'optimizer', 'activations', 'code', 'total'): print(f"  {k:12} {gb(p[k])}")
     t = step_time(config, args.max_len, args.batch_size, args.accelerator, args.precision)
     print(f"  {args.accelerator} device: {gb(hbm)} of HBM; largest batch that fits: {largest_batch(p, hbm)} rows; "
           f"a step takes at least {t['step'] * 1e3:.1f} ms ({t['bound']}-bound)")
     if args.xla:
         x, where = _xla_total(args)
-        print(
-            f"  XLA's analysis of the compiled step on {where}: {gb(x)} per device (plan / XLA: {p['total'] / x:.2f})")
+        cpu = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel,
+                          compiler='cpu')['total']   # the plan of XLA's program on a CPU, whose coefficients differ
+        print(f"  XLA's analysis of the compiled step on {where}: {gb(x)} per device (plan for a CPU: {gb(cpu)}; "
+              f"plan / XLA: {cpu / x:.2f})")
     if args.compile: return _compiled(args)
     return check_fits(config, args.max_len, args.batch_size, args.accelerator,
                       args.precision, args.lora, args.model_parallel)

@@ -18,7 +18,7 @@ from .llm import mesh_distribution
 
 # %% auto #0
 __all__ = ['config_only', 'abstract_model', 'abstract_state', 'abstract_batch', 'hlo_counts', 'compiled_figures', 'refused',
-           'compile_run', 'largest_batch_compiled', 'tpu_plan']
+           'compile_run', 'largest_batch_compiled', 'plan_figures', 'tpu_plan']
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #2324ffe8
 @functools.lru_cache(maxsize=None)
@@ -53,6 +53,8 @@ def abstract_model(
     try:
         with scope:
             model = build_model(built)
+        # the optimizer initializes every deferred variable when it is made: the model's stay deferred
+        state.set_global_attribute('uninitialized_variables', [])
         opt = make_optimizer(built, steps, replicas)
         with scope: opt.build(model.trainable_variables)
         model.compile(optimizer=opt, loss=per_example_loss(cfg))
@@ -186,7 +188,8 @@ def compile_run(
             with distributed(dist), quiet_stderr() as said:
                 try: figures = compiled_figures(lower().compile(), accelerator)
                 except Exception as e: figures = refused(str(e), f"the {kind} program ({r} x {L})", accelerator)
-            progs.append(dict(kind=kind, rows=r, length=L, seconds=round(time.time() - t0, 2), **figures))
+            progs.append(dict(kind=kind, rows=r, batch=r // reps, length=L, seconds=round(time.time() - t0, 2),
+                              **figures))
     return progs
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #ca27c606
@@ -215,7 +218,32 @@ def largest_batch_compiled(
         b = min(b - 1, int(b - (p['total'] - hbm) / per_row) - 1)
     return dict(batch=0 if b < 1 else None, base=base, per_row=per_row, compiles=n, total=None, hbm=hbm)
 
-# %% ../../nbs/models/12_keras_tpu.ipynb #18c84d4a
+# %% ../../nbs/models/12_keras_tpu.ipynb #e5adc5e5
+def plan_figures(
+    cfg:TrainConfig,           # the run: model, batch_size, precision, lora, model_parallel, epochs
+    programs:list,             # from `compile_run`
+    rows:int|None=None,        # training rows of the whole data (None: no job time)
+    folds:int=5,               # folds of the k-fold job
+)->dict:                       # the programs with `estimate` beside each training one; steps and job seconds
+    "The estimate beside each compiled training program, and the roofline time of a fold and of the k-fold job"
+    from tpututor.plan import memory_plan
+    config = checkpoint(cfg.model).config
+    prec = 'bf16' if cfg.precision == 'fp16' else cfg.precision
+    progs = [dict(p, estimate=None if config is None or p['kind'] != 'train' else memory_plan(
+        config, p['length'], p['batch'], prec, cfg.lora,
+        cfg.model_parallel)['total']) for p in programs]
+    out = dict(programs=progs, fits=all(p['fits'] for p in progs))
+    longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
+    if rows and longest['fits']:
+        steps = (rows - rows // folds) // longest['rows'] * cfg.epochs
+        pred = [p for p in progs if p['kind'] == 'predict' and p['length'] == longest['length']]
+        pred_s = math.ceil(rows / folds / pred[0]['rows']) * pred[0]['roofline_s'] if pred else 0.0
+        out.update(steps_per_fold=steps, fold_s=steps * longest['roofline_s'] + pred_s,
+                   job_s=folds * (steps * longest['roofline_s'] + pred_s))
+    return out
+
+
+# %% ../../nbs/models/12_keras_tpu.ipynb #d1a7860d
 def tpu_plan(
     cfg:TrainConfig,           # the run: model, max_len, batch_size, precision, lora, model_parallel
     accelerator:str='v5e-8',   # the slice
@@ -226,26 +254,11 @@ def tpu_plan(
 )->dict:                       # programs, estimate, job seconds, largest batch, versions
     "The run's programs compiled by libtpu for `accelerator`, with the estimate, the roofline job time and what fits"
     import jax
-    from tpututor.plan import memory_plan
-    from tpututor.models.checkpoint import checkpoint
-    lengths = sorted(lengths or [cfg.max_len])
-    progs = compile_run(cfg, accelerator, lengths)
-    config = checkpoint(cfg.model).config
-    prec = 'bf16' if cfg.precision == 'fp16' else cfg.precision
-    for p in progs:
-        p['estimate'] = None if config is None or p['kind'] != 'train' else memory_plan(
-            config, p['length'], cfg.batch_size, prec, cfg.lora, cfg.model_parallel)['total']
-    train = [p for p in progs if p['kind'] == 'train']
-    longest = max(train, key=lambda p: p['length'])
-    out = dict(accelerator=accelerator, programs=progs, fits=all(p['fits'] for p in progs),
-               libtpu=libtpu_version(), jax=jax.__version__, devices=len(tpu_mesh(accelerator).devices.flat))
-    if rows:
-        batch = longest['rows']
-        steps = (rows - rows // folds) // batch * cfg.epochs
-        pred = [p for p in progs if p['kind'] == 'predict' and p['length'] == longest['length']]
-        pred_s = math.ceil(rows / folds / pred[0]['rows']) * pred[0]['roofline_s'] if pred else 0.0
-        out.update(steps_per_fold=steps, fold_s=steps * longest['roofline_s'] + pred_s,
-                   job_s=folds * (steps * longest['roofline_s'] + pred_s))
+    progs = compile_run(cfg, accelerator, sorted(lengths or [cfg.max_len]))
+    out = dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__,
+               devices=len(tpu_mesh(accelerator).devices.flat), **plan_figures(cfg, progs, rows, folds))
+    longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
     if search or (search is None and not longest['fits']):
         out['largest'] = largest_batch_compiled(cfg, accelerator, longest['length'], first=longest)
     return out
+
