@@ -165,7 +165,8 @@ def _draw_cycle(ax, trace, t, M, s):
     ax.set_xlabel(f'array column j (below: results out, of {M})', fontsize=8); ax.set_ylabel('array row i', fontsize=8)
     ax.set_title(f'cycle {t}: {int((g >= 0).sum())} of {s*s} cells busy', fontsize=9)
 
-_ICONS = {'fast-backward': '⏮', 'step-backward': '⏴', 'play fa-flip-horizontal': '◀', 'pause': '⏸', 'play': '▶',
+_ICONS = {'fast-backward': '⏮', 'step-backward': '⏴', 'play fa-flip-horizontal': '◀', 'pause': '⏸',
+          'play': '▶',
           'step-forward': '⏵', 'fast-forward': '⏭', 'minus': '−', 'plus': '+'}
 
 def wavefront_player(
