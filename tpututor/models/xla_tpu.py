@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/models/xla_tpu.html.md"""
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #2210ce5d
 from __future__ import annotations
-import gc, os, pickle, re, subprocess, sys, tempfile, time
+import gc, json, os, re, subprocess, sys, tempfile, time
 import numpy as np
 from ..config import TrainConfig
 from ..devices.tpu import tpu_devices, libtpu_version, quiet_stderr, TPUCompileError
@@ -129,10 +129,10 @@ def trace_step(
 # %% ../../nbs/models/13_xla_tpu.ipynb #def32192
 def _main(job:str):
     "The child of `export_steps`: trace every shape of the job file, write what `trace_step` gives back beside it"
-    with open(job, 'rb') as f: cfg, shapes = pickle.load(f)
+    with open(job) as f: cfg, shapes = json.load(f)
     cfg = TrainConfig.from_dict(cfg)
     out = [trace_step(cfg, rows, length, kind) for kind, rows, length in shapes]
-    with open(job + '.out', 'wb') as f: pickle.dump(out, f)
+    with open(job + '.out', 'w') as f: json.dump(out, f)
 
 if __name__ == '__main__' and '__file__' in globals(): _main(sys.argv[1])   # python -m tpututor.models.xla_tpu JOB
 
@@ -148,13 +148,13 @@ def export_steps(
     env.update(PJRT_DEVICE='CPU', CPU_NUM_DEVICES=str(devices), TF_CPP_MIN_LOG_LEVEL='2')
     with tempfile.TemporaryDirectory(prefix='tpututor-xla-') as d:
         job = os.path.join(d, 'job')
-        with open(job, 'wb') as f: pickle.dump((dict(cfg.__dict__), list(shapes)), f)
+        with open(job, 'w') as f: json.dump((dict(cfg.__dict__), list(shapes)), f)
         t0 = time.time()
         p = subprocess.run([sys.executable, '-m', 'tpututor.models.xla_tpu', job], env=env, capture_output=True,
                            text=True)
         if p.returncode:
             raise TPUCompileError(f"tracing the xla backend's step for {cfg.model} failed: {p.stderr[-3000:]}")
-        with open(job + '.out', 'rb') as f: out = pickle.load(f)
+        with open(job + '.out') as f: out = json.load(f)
     return [dict(o, seconds=round(time.time() - t0, 2)) for o in out]
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #32bc6663
