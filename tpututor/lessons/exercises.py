@@ -437,3 +437,55 @@ def exercise(
     "The lessons' exercise that asks for `name`"
     if name not in EXERCISES: raise ValueError(f"No exercise asks for {name!r}: the exercises are {sorted(EXERCISES)}")
     return EXERCISES[name]
+
+# %% ../../nbs/12b_exercises.ipynb #tpsec002
+# ---- 04_parallelism: the collectives of a Megatron layer
+def _tp_seconds(global_rows, seq, hidden, mesh, W):
+    "The ring model's seconds of the activation all-reduces one Megatron layer's training step runs on each device"
+    copies, tp = mesh
+    block = global_rows // copies * seq * hidden * 2     # bfloat16 activations of this copy's rows, whole on each device
+    one = (tp - 1) / tp * block / W                       # an all-reduce: a reduce-scatter, then an all-gather
+    return 4 * one      # forward: after the attention output and the feed-forward output; backward: their inputs' gradients
+
+def _tp_mistake(reduces=4, rows=None, per_device=1, ring=True, wide=1, bytes_=2):
+    "`_tp_seconds` with one thing a learner gets wrong"
+    def wrong(global_rows, seq, hidden, mesh, W):
+        copies, tp = mesh
+        held = global_rows // copies if rows is None else global_rows
+        block = held * seq * hidden * bytes_ / (tp if per_device > 1 else 1)
+        return reduces * ((tp - 1) / tp if ring else 1) * block / (wide * W)
+    return wrong
+
+_TP_MISTAKES = (
+    (_tp_mistake(reduces=2), "comes out half: it counts only the forward pass's two all-reduces (the backward pass sums "
+     "the gradients of the inputs of wqkv and w1 over the copy's devices, two more), or it times an all-reduce as an "
+     "all-gather of its block (B / 2W) where it is a reduce-scatter and then an all-gather, (tp - 1) / tp x B / W"),
+    (_tp_mistake(rows='global'), "counts the global batch: each device's block is its own copy's rows, "
+     "global_rows / copies"),
+    (_tp_mistake(per_device=2), "divides each block by tp: every device of a copy holds that copy's whole activation "
+     "(the all-reduce leaves the sum on each), not a tp-th of it"),
+    (_tp_mistake(ring=False), "leaves out (tp - 1) / tp: in a ring each device passes on all but its own share"),
+    (_tp_mistake(bytes_=4), "counts 4 bytes a value: the activations are bfloat16, 2 bytes"),
+)
+
+def _judge_tp_seconds(fn):
+    cases = [(16, 128, 768, (2, 4), 45e9), (16, 128, 768, (4, 2), 45e9), (32, 512, 1024, (1, 8), 90e9),
+             (64, 128, 4096, (8, 4), 45e9), (24, 256, 2048, (3, 2), 100e9)]
+    got = []
+    for args in cases:
+        g = fn(*args)
+        if g is None: return 'tp_seconds returned None: the body has no `return` yet'
+        got.append(float(g))
+    close = lambda a, b: abs(a - b) <= 1e-9 * abs(b)
+    if all(close(g, _tp_seconds(*a)) for g, a in zip(got, cases)): return None
+    for wrong, says in _TP_MISTAKES:
+        if all(close(g, wrong(*a)) for g, a in zip(got, cases)): return f"tp_seconds {says}"
+    g, a = next((g, a) for g, a in zip(got, cases) if not close(g, _tp_seconds(*a)))
+    return f"tp_seconds{a} returned {g:.4g} s; expected {_tp_seconds(*a):.4g} s"
+
+EXERCISES['tp_seconds'] = Exercise('tp_seconds', _tp_seconds, judge=_judge_tp_seconds,
+    hint="Count the all-reduces of both passes, and for each the bytes one device holds (the 2 x 4 program "
+         "compiled in the lesson lists them); the ring model gives an all-reduce's time from that block.",
+    why="The activations grow with the batch as fast as the compute does, so tensor parallelism's share of time in "
+        "collectives does not shrink with a larger batch: only a wider layer (more FLOPs per byte of activation) or "
+        "faster links help, which is why Megatron splits layers thousands wide over the chips of one host.")
