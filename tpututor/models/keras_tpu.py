@@ -173,7 +173,7 @@ def compile_run(
     cfg:TrainConfig,             # the run: model, task, precision, lora, model_parallel, batch sizes
     accelerator:str='v5e-8',     # the slice (`tpututor.devices.tpu.tpu_target`)
     lengths:list|None=None,      # the padded lengths it trains and predicts at (default: [cfg.max_len])
-    predict:bool=True,           # compile the prediction programs too
+    predict:bool=True,           # compile the prediction programs too (not for packed rows: see below)
     batch_size:int|None=None,    # rows per replica (default: cfg.batch_size; packed: cfg.pack_shape's rows)
     known:dict|None=None,        # `program_key` -> figures of programs compiled before: not compiled again
 )->list:                         # one dict per program: kind, shape, seconds to compile, `compiled_figures`, key
@@ -194,10 +194,8 @@ def compile_run(
     progs = []
     for L in lengths or [cfg.max_len]:
         jobs = [('train', rows, lambda: step.lower(state, abstract_batch(cfg, model, rows, L, mesh)))]
-        if predict:
-            # packed: rows in the proportion of the prediction batch to the training one, as `predict` packs them
-            prow = (max(1, per * cfg.predict_batch_size // cfg.batch_size) if cfg.pack else
-                    cfg.predict_batch_size) * reps
+        if predict and not cfg.pack:   # libtpu 0.0.42.1 crashes compiling some packed prediction programs
+            prow = cfg.predict_batch_size * reps
             jobs.append(('predict', prow, lambda: fwd.lower(state[0], state[1],
                                                             abstract_batch(cfg, model, prow, L, mesh)[0])))
         for kind, r, lower in jobs:
