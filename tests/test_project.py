@@ -237,7 +237,7 @@ ANSWER_FIGURES = {
                         2: ['a @ a: torch.bfloat16', 'softmax: torch.float32', '(a @ a) + a: torch.float32']},
     '03_frameworks': {1: ['torch_xla → jax → tensorflow', "'works': True"],
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
-    '03a_jax': {1: ['2'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
+    '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
 }
 
 def _figure(f:str):
