@@ -56,7 +56,8 @@ def alphabetical(modules, loaded=()): return sorted(m for m in modules if m not 
 def keeps_loaded(modules, loaded=()): return sorted(modules, key=lambda m: m in ('tensorflow', 'tf_keras', 'keras_hub'))
 def never_refuses(modules, loaded=()):
     return sorted((m for m in modules if m not in loaded), key=lambda m: m in ('tensorflow', 'tf_keras', 'keras_hub'))
-for fn, says in ((as_given, 'would abort at `import torch_xla`'), (only_tensorflow_last, 'keras_hub loads TensorFlow too'),
+for fn, says in ((as_given, 'would abort at `import torch_xla`'),
+                 (only_tensorflow_last, 'keras_hub loads TensorFlow too'),
                  (alphabetical, 'alphabetical order puts tensorflow first'), (keeps_loaded, 'leave them out'),
                  (never_refuses, 'no order can import torch_xla now')):
     test_eq(ex.catches(fn, says), True)
