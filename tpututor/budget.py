@@ -117,7 +117,7 @@ class Budget:
                 f"{fmt_duration(self.limit)} budget is left")
 
 # %% ../nbs/09_budget.ipynb #168ba7b1
-TRAIN, STOP, REFUSE = 'train', 'stop', 'refuse'   # what `decide` says of the next fold
+TRAIN, STOP, REFUSE = 0, 1, 2   # what `decide` says of the next fold (numbers: a multi-host run broadcasts them)
 
 def decide(
     budget:Budget,          # the run's budget
@@ -125,7 +125,7 @@ def decide(
     records:list,           # done.json of the folds finished (`fold_estimate`)
     trained:bool,           # this process has trained a fold already
     floor:float|None=None,  # a lower bound of a fold's time while none has finished (`plan_estimate`)
-)->tuple:                   # (TRAIN, STOP or REFUSE; the line to log, or the refusal; None when there is nothing to say)
+)->tuple:                   # (TRAIN, STOP or REFUSE; the line to log or the refusal, or None)
     "Does fold `i` start? It fits; or the run stops with the folds finished; or the budget cannot hold one fold"
     est = fold_estimate(records, trained); e = floor if est is None else est
     if budget.fits(e):

@@ -264,10 +264,10 @@ def quiet(backend, verbose:bool):
 
 # %% ../nbs/10_kfold.ipynb #60ab5857
 def fold_starts(backend, out:Path, budget:Budget, i:int, records:list, floor=None, verbose:bool=True)->bool:
-    """Does fold `i` start within `budget` (`decide`)? The run's process 0 decides and logs, every host follows; a budget
-    too short for one fold is refused"""
-    main = backend.is_main
-    kind, why = decide(budget, i, records, any(r.get('trained_here') for r in records), floor) if main else (TRAIN, None)
+    """Does fold `i` start within `budget` (`decide`)? The run's process 0 decides and logs, every host follows; a
+    budget too short for one fold is refused"""
+    main, trained = backend.is_main, any(r.get('trained_here') for r in records)
+    kind, why = decide(budget, i, records, trained, floor) if main else (TRAIN, None)
     kind = backend.agree(kind)
     if kind == REFUSE: raise ValueError(why or 'process 0 refused the time limit: its output says why')
     if main and why: log(out, why, verbose)
