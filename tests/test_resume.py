@@ -133,7 +133,7 @@ def test_time_limit_too_short_refused(bow_runs, setup, tmp_path, capsys):
     out = tmp_path/'run'; shutil.copytree(bow_runs/'a', out); shutil.rmtree(out/'fold2')   # a run with one fold to go
     args = ['train', '--data', str(setup/'train.csv'), '--test', str(setup/'test.csv'), '--model', str(setup/'tiny'),
             '--backend', 'bow', '--folds', '3', '--max-len', '32', '--out', str(out)]
-    kept = ('oof.npy', 'test.npy', 'predictions.csv', 'summary.json', 'metrics.json')   # the partial run's results
+    kept = ('oof.npy', 'test.npy', 'predictions.csv', 'summary.json', 'metrics.json')   # the results written before
     before = [(out/n).stat().st_mtime_ns for n in kept]
     assert main(args + ['--time-limit', '30']) == 2
     err = capsys.readouterr().err
