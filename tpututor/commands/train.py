@@ -384,7 +384,9 @@ def print_summary(s:dict, task:str):
         f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
     if 'leak' in s: print(leak_line(s['leak'], key))
     if 'held_out' in s:
-        print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(
+        ens = (f"ensemble of {len(s['partial']['folds_done'])} of {s['folds']} folds" if 'partial' in s
+               else 'fold ensemble')
+        print(f"held-out ({ens}) {key}: {s['held_out'][key]:.4f}   " + '  '.join(
             f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
     speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
     if len(speed):
