@@ -43,11 +43,12 @@ def head(pin:str|None=None)->str:
     return f"""{MARKER} (a no-op where everything is installed)
 import importlib.metadata as md, json, subprocess, sys
 PIN = {what}
-try: u = json.loads(md.distribution('tpututor').read_text('direct_url.json') or '{{}}')
-except md.PackageNotFoundError: u = None
-ok = u is not None and ('dir_info' in u or {same})
+try: d = md.distribution('tpututor'); u = json.loads(d.read_text('direct_url.json') or '{{}}')
+except md.PackageNotFoundError: d = u = None
+local = d is not None and ('dir_info' in u or 'packages' not in str(d.locate_file('')))   # a checkout
+ok = local or d is not None and {same}
 pip = lambda *a: subprocess.run([sys.executable, '-m', 'pip', '-q', *a], check=True)
-if not ok and u is not None: pip('uninstall', '-y', 'tpututor')   # another one: runs none of its code
+if not ok and d is not None: pip('uninstall', '-y', 'tpututor')   # another one: runs none of its code
 if not ok: {install}
 print(f"tpututor {{md.version('tpututor')}}", 'was installed already' if ok else f'installed from {{PIN}}')"""
 
