@@ -7,8 +7,12 @@ none where it does), a name in its module's `__all__` without an API entry, math
 bfloat16 lesson, an explorer widget that renders blank. At 1280x800 and at a phone's 390x844, every table, `pre`
 block, picture and output of every page must fit or scroll inside its own box (nothing clipped, the page never
 scrolling sideways), keep its lines and words whole, and show no temporary or home-directory path, no stderr
-progress bar and no stray object repr. Screenshots of the home page and the widget go to tests/artifacts/.
-Without a browser: every install cell is the canonical text (tools/docs/install_cell.py), and the package follows
+progress bar and no stray object repr. In that same one load of each page: no code cell of a lesson or tutorial
+scrolls sideways at 1280 px, and a lesson page shows no API block but those it asks for with `show_doc`, lists its
+sections only in its table of contents, and starts its first section within the first screen (1280x1800).
+Screenshots of the home page and the widget go to tests/artifacts/.
+Without a browser: every install cell is the canonical text (tools/docs/install_cell.py) and, run offline with a
+stand-in for pip, installs tpututor from its pinned commit only; and the package follows
 its layout rules (tools/docs/layout.toml: layers, backends apart, no circle).
 
 The site is built by the test (`tools/docs/build.py`, cached by content, about 30 s from cold) unless
@@ -208,7 +212,7 @@ def browser():
 
 # ---------------------------------------------------------------- what the site must hold
 WIDE, PHONE = (1280, 800, False), (390, 844, True)      # window sizes: width, height, a phone's touch layout
-CODE_CHARS = 110            # characters of code the content column holds at 1280 px: most API signatures' longest line
+CODE_CHARS = 120            # characters a code cell holds at 1280 px: the notebooks' longest line
 
 def pages():
     return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob('*.html')
@@ -290,10 +294,13 @@ READABLE = r"""(async (minCodeChars, machinePaths) => {
   const repr = text.match(/.{0,30}(<[\w.]+ object at 0x[0-9a-f]+>|<Figure size \d+x\d+ with|<matplotlib\.[\w.]+ at 0x).{0,20}/);
   if (repr) out.push(`stray output: ${repr[0]}`);
   if (minCodeChars) {
-    const code = art.querySelector('pre code, pre') || art;
-    const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(code).font;
-    const fits = Math.floor(art.clientWidth / ctx.measureText('0123456789').width * 10);
-    if (fits < minCodeChars) out.push(`the content column holds ${fits} characters of code, under ${minCodeChars}`);
+    const cell = art.querySelector('.jp-CodeCell .jp-InputArea pre');   // a code cell's own box, inside its padding
+    if (cell) {
+      const cs = getComputedStyle(cell), ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+      const fits = Math.floor((cell.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)) / ctx.measureText('0123456789').width * 10);
+      if (fits < minCodeChars) out.push(`a code cell holds ${fits} characters a line, under ${minCodeChars}`);
+    }
   }
   return out;
 })"""

@@ -224,8 +224,7 @@ class lesson_code:
                     a = mk_cell(''.join(f'<span class="tt-def" id="{i}"></span>' for i in ids), 'markdown')
                     a.metadata['tags'] = ['tt-anchor']
                     cells.append(a)
-                c.directives_.pop('export')          # so rm_export keeps its code
-                c.source = '\n'.join(l for l in c.source.splitlines() if not re.match(r'\s*#\|\s*export\s*$', l))
+                c.directives_.pop('export')          # so rm_export keeps its code (the directive lines are gone already)
             cells.append(c)
         self.nb.cells = cells
         for i, c in enumerate(self.nb.cells): c.idx_ = i

@@ -13,7 +13,7 @@ The cell installs tpututor only from `PIN`: a commit of the repository, whose ha
 as a wheel; never by name alone (a package anyone registers under the name would run its install code first). It
 is a no-op where tpututor is installed from `PIN` or from a local copy (an editable checkout: the tests' case).
 """
-import ast, difflib, json, re, subprocess, sys
+import ast, difflib, functools, json, re, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +54,7 @@ print(f"tpututor {{md.version('tpututor')}}", 'was installed already' if ok else
 
 _re_call = re.compile(r"install_missing\('(\w+)'\)")
 
+@functools.cache
 def install_module(package:Path=ROOT / 'tpututor')->str|None:
     "The module that defines `install_missing`, read from the source under `package` (None when none does)"
     for py in sorted(Path(package).rglob('*.py')):
@@ -85,7 +86,9 @@ def has_install_cell(nb:dict)->bool:
 
 def check_notebook(path:Path)->list:
     "What is wrong with the install cell of the notebook at `path`: [] when it has none or its copy is the canonical text"
-    nb = json.loads(Path(path).read_text())
+    text = Path(path).read_text()
+    if MARKER not in text: return []                 # no install cell (most library pages): nothing to parse
+    nb = json.loads(text)
     cells = [_code(_source(c)) for c in nb['cells'] if c['cell_type'] == 'code']
     found = [i for i, c in enumerate(cells) if c.startswith(MARKER)]
     if not found: return []
@@ -103,8 +106,9 @@ def check_notebook(path:Path)->list:
 
 def check_all(nbs:Path=ROOT / 'nbs', package:Path=ROOT / 'tpututor')->list:
     "`check_notebook` for every notebook under `nbs`, and whether a module in `package` has the function the cells call"
-    found = [p for nb in sorted(nbs.rglob('*.ipynb')) if '.ipynb_checkpoints' not in nb.parts for p in check_notebook(nb)]
-    if any(has_install_cell(json.loads(nb.read_text())) for nb in nbs.rglob('*.ipynb')) and not install_module(package):
+    paths = [nb for nb in sorted(nbs.rglob('*.ipynb')) if '.ipynb_checkpoints' not in nb.parts]
+    found = [p for nb in paths for p in check_notebook(nb)]
+    if any(MARKER in nb.read_text() and has_install_cell(json.loads(nb.read_text())) for nb in paths) and not install_module(package):
         found.insert(0, f'no module under {package} defines install_missing, which every install cell imports and calls '
                         f'(from {MODULE}): define it there')
     return found
