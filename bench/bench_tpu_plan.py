@@ -252,8 +252,9 @@ def tutorial_text(tut:dict)->str:
                          'per device (MiB)': f"{p['total'] / MiB:,.0f} of {p['hbm'] / MiB:,.0f}",
                          'estimate (MiB)': f"{p['estimate'] / MiB:,.0f}" if p['estimate'] else '-',
                          'roofline (ms)': f"{p['roofline_s'] * 1e3:.2f}", 'compile (s)': p['seconds']})
-    jobs = '; '.join(f"{nb}: {t['folds']} folds x {t['steps_per_fold']} steps, {t['job_s'] / 60:.1f} min of "
-                     f"roofline" for nb, t in tut.items() if t.get('job_s'))
+    jobs = '; '.join(f"{nb}: " + (f"{t['folds']} folds x " if t['folds'] > 1 else 'one training of ') +
+                     f"{t['steps_per_fold']} steps, {t['job_s'] / 60:.1f} min of roofline"
+                     for nb, t in tut.items() if t.get('job_s'))
     return ('The tutorials\' TPU settings, every program compiled for v5e-8 (global rows x tokens):\n\n' +
             table(rows, list(rows[0])) + f'\n\nRoofline time of the whole job (the least it can take): {jobs}.')
 
@@ -292,7 +293,8 @@ def padding(runs:dict, packed:dict)->dict:
                     roofline_s=sum(programs[L]['roofline_s'] * n for L, n in steps.items()))
     buckets = sorted(train)
     pk = runs[key(packed)]['programs'][0]   # the packed training step: pack_shape's rows a device, 128 tokens
-    steps = len(packed_steps(enc, tuple(packed['pack_shape']), seed=0)[1])   # an epoch, packed as `fit` packs it
+    r, most = packed['pack_shape']   # rows a device: a step holds 8 devices' rows
+    steps = len(packed_steps(enc, (r * 8, most), seed=0)[1])   # an epoch, packed as `fit` packs it
     pack = dict(lengths=[128], steps=steps, programs=2, flops_per_token=pk['flops'] * 8 * steps / lens.sum(),
                 hbm_bytes_per_row=pk['hbm_bytes'] * 8 * steps / len(lens), roofline_s=pk['roofline_s'] * steps,
                 shape=packed['pack_shape'])
