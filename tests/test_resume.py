@@ -1,12 +1,13 @@
 """k-fold runs on the transformer backends, through the CLI as a user runs them (tiny models, so fast):
 every backend produces a complete run directory from length buckets and folds of unequal sizes, and the
 backends that compile (keras, xla) compile nothing after the first fold, and eager torch nothing at all; a run killed with
-SIGKILL during its second fold resumes without redoing the first and ends with the same predictions as an
+SIGKILL at random steps inside its first fold, and again inside its second, continues each fold from its last save
+(the fold's state, `tpututor.rundir.FoldState`), does not redo a finished fold, and ends with the predictions of an
 uninterrupted run.
-Resuming is the k-fold layer's (`run_folds`, `open_run`), the same for every backend: it is checked on eager
-torch, which starts fastest of the backends whose folds last long enough to be killed half-way (keras trains
-a fold in under a second), and whose resumed run builds fold 1 afresh where the uninterrupted run reuses
-fold 0's model."""
+Resuming folds is the k-fold layer's (`run_folds`, `open_run`), the same for every backend; resuming inside a fold is
+the backend's (`Backend.resumable`). It is checked on eager torch, which starts fastest of the backends whose folds last
+long enough to be killed half-way (keras trains a fold in under a second), and whose resumed run builds fold 1 afresh
+where the uninterrupted run reuses fold 0's model."""
 import json, os, signal, subprocess, time
 from pathlib import Path
 import numpy as np, pandas as pd
@@ -73,23 +74,39 @@ def test_kfold_end_to_end(setup, backend, tmp_path, tmp_path_factory):
     assert r.returncode == 0, r.stderr[-3000:]
     np.testing.assert_allclose(pd.read_csv(tmp_path/'p.csv').prob_1, sub.prob_1, atol=1e-5)
 
-def test_sigkill_during_fold_2_resumes(setup, tmp_path, tmp_path_factory):
-    (ref, _), out = trained(setup, 'torch', tmp_path_factory), tmp_path/'killed'
-    p = subprocess.Popen(cmd(setup, 'torch', out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=clean_env(), start_new_session=True)
+def _kill_at(p, state:Path, step:int, limit:float=600):
+    "SIGKILL `p` once the fold whose state folder is `state` has saved at `step` or later: a kill inside the fold"
     t0 = time.time()
-    while not (out/'fold0/done.json').exists():
-        assert p.poll() is None, 'the run ended before fold 1 finished'
-        assert time.time() - t0 < 600, 'fold 1 took too long'
-        time.sleep(0.2)
-    while not (out/'log.txt').exists() or 'fold 1: training' not in (out/'log.txt').read_text(): time.sleep(0.1)
-    time.sleep(0.3)                                   # fold 2 is under way (a tiny fold can end within a second)
+    while True:
+        try: at = json.loads((state/'state.json').read_text())['step']
+        except (OSError, ValueError, KeyError): at = -1
+        if at >= step: break
+        assert p.poll() is None, f'the run ended before its save at step {step} ({state})'
+        assert time.time() - t0 < limit, f'no save at step {step} in {state}'
+        time.sleep(0.02)
     os.killpg(p.pid, signal.SIGKILL); p.wait()
-    assert not (out/'fold1/done.json').exists(), 'fold 2 finished before the kill: the test did not interrupt it'
+    return at
+
+def test_sigkill_inside_folds_resumes(setup, tmp_path, tmp_path_factory):
+    """Killed at random steps inside fold 0 and again inside fold 1, each rerun continues the fold from its last
+    save (every 5 steps here), and the last one ends with the uninterrupted run's predictions"""
+    (ref, _), out = trained(setup, 'torch', tmp_path_factory), tmp_path/'killed'
+    args, rng = cmd(setup, 'torch', out) + ['--save-steps', '5', '--save-minutes', '0'], np.random.default_rng()
+    steps = [int(s) for s in rng.integers(8, 80, 2)]   # about 50 optimizer steps an epoch, 2 epochs a fold
+    logs = [tmp_path/f'run{i}.txt' for i in range(2)]
+    for i, (fold, step) in enumerate(zip((0, 1), steps)):
+        with open(logs[i], 'w') as f:
+            p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=clean_env(), start_new_session=True)
+            at = _kill_at(p, out/f'fold{fold}'/'state', step)
+        assert not (out/f'fold{fold}/done.json').exists(), f'fold {fold} finished before the kill at step {at}'
+    assert 'continuing from the state saved at step' in logs[1].read_text(), logs[1].read_text()[-2000:]
     fold0_mtime = (out/'fold0/weights.safetensors').stat().st_mtime
-    stdout = run(cmd(setup, 'torch', out))
+    stdout = run(args)
     assert 'resumed from an earlier run' in stdout and 'fold 0: finished earlier' in stdout
-    assert (out/'fold0/weights.safetensors').stat().st_mtime == fold0_mtime           # fold 1 not redone
-    np.testing.assert_allclose(np.load(out/'oof.npy'), np.load(ref/'oof.npy'), atol=1e-5)
-    np.testing.assert_allclose(np.load(out/'test.npy'), np.load(ref/'test.npy'), atol=1e-5)
+    assert 'continuing from the state saved at step' in stdout, (steps, stdout[-2000:])
+    assert (out/'fold0/weights.safetensors').stat().st_mtime == fold0_mtime           # fold 0 not redone
+    # eager torch on a CPU resumes bit for bit (the torch core's notebook checks it); the tolerance is the run's own
+    np.testing.assert_allclose(np.load(out/'oof.npy'), np.load(ref/'oof.npy'), atol=1e-5, err_msg=f'kills at {steps}')
+    np.testing.assert_allclose(np.load(out/'test.npy'), np.load(ref/'test.npy'), atol=1e-5, err_msg=f'kills at {steps}')
     assert not list(out.rglob('*.tmp')) and not list(out.rglob('.*.tmp'))
+    assert not list(out.glob('fold*/state')), 'a finished fold keeps its in-fold state'
