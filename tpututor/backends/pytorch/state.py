@@ -26,6 +26,7 @@ def save_fit(
 )->bool:                   # True (saved)
     "Save a torch fit's state: tensors as safetensors, the rest as JSON"
     from safetensors.torch import save_file
+    rng = adapter.rng_state()   # first: on XLA, what runs next (the sync, the copies) moves the device's seed on
     adapter.flush()
     t = {f'model.{k}': v for k, v in model.state_dict().items()}
     osd, scalars = opt.state_dict(), {}
@@ -34,13 +35,13 @@ def save_fit(
             if torch.is_tensor(v): t[f'opt.{i}.{k}'] = v
             else: scalars[f'{i}.{k}'] = v
     if loop.best_weights is not None: t.update({f'best.{k}': v for k, v in loop.best_weights.items()})
-    rng = adapter.rng_state()
     t.update({f'rng.{k}': v for k, v in rng.items() if torch.is_tensor(v)})
     t = {k: v.detach().to('cpu').contiguous() for k, v in t.items()}
     meta = dict(epoch=epoch, epoch_step=step, schedule_step=sched, epoch_losses=[float(l) for l in losses],
                 loop=loop.state(), param_groups=osd['param_groups'], opt_scalars=scalars,
                 scaler=scaler.state_dict() if scaler is not None else None, host_rng=host_rng(),
                 rng={k: v for k, v in rng.items() if not torch.is_tensor(v)})
+    adapter.set_rng_state(rng)   # ... so it goes back: a fit that saves draws what one that does not draws
     state.save(sched, lambda p: save_file(t, p), meta)
     return True
 
