@@ -14,7 +14,9 @@ the whole job: the record each tutorial prints at its top.
 A compile takes from seconds (tiny configs) to minutes (a large model) here, so each row's compiled figures are kept in
 bench/results/tpu_plan_compiles.jsonl with the hash of the code that built the program and the versions of JAX, libtpu,
 Keras and KerasHub: a row whose program code and versions are unchanged is not compiled again (`--fresh` compiles
-every row), and the estimate beside it is always today's.
+every row), and the estimate beside it is always today's. Where the code has changed, the row's programs are lowered
+again (seconds) and a program whose StableHLO hashes as before (`program_key`) keeps its figures: only a program that
+changed is compiled.
 
     ./run.sh bench tpu_plan                  recorded
     python bench/bench_tpu_plan.py --fresh   every row compiled again
@@ -50,6 +52,8 @@ CONFIGS = {
     'Qwen/Qwen2.5-0.5B': dict(_QWEN, hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
                               intermediate_size=4864),
     'Qwen/Qwen2.5-1.5B': _QWEN,
+    'sentence-transformers/all-MiniLM-L6-v2': dict(_BERT, hidden_size=384, num_hidden_layers=6,
+                                                   intermediate_size=1536),
     # a tiny random size (what the tests compile), with BERT's vocabulary
     'tiny bert': dict(_BERT, hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
 }
@@ -80,6 +84,14 @@ TUTORIALS = {
     'tutorials/05_llm_classifier.ipynb': dict(
         row=_row('Qwen/Qwen2.5-1.5B', 8, 256, lora=8, mp=2, lengths=[24, 40, 80], spe=32), rows=10202, folds=5,
         epochs=2, data="Rotten Tomatoes' 10,202 training rows in 3 length buckets (24, 40, 80 tokens)"),
+    # the xla backend (torch_xla, SPMD over the slice): traced by torch_xla on this CPU, compiled by libtpu
+    'tutorials/03_xla_ranking.ipynb': dict(
+        row=_row('roberta-base', 16, 64, lengths=[64], backend='xla', task='ranking', n_outputs=1), rows=4500,
+        folds=5, epochs=2, predict_rows=1500,
+        data="4,500 (more, less) pairs of 64 tokens, 1,500 held-out snippets scored by each fold"),
+    'tutorials/04_xla_cores.ipynb': dict(
+        row=_row('sentence-transformers/all-MiniLM-L6-v2', 32, 64, lengths=[64], backend='xla'), rows=8192, folds=1,
+        epochs=3, predict_rows=2048, data="8,192 training rows of 64 tokens, 2,048 validation rows, one training"),
 }
 SMOKE_ROWS = [_row('tiny bert', 8, 32)]
 GOAL = 0.25   # the estimate within this share of the compiler's total, every row
@@ -94,25 +106,36 @@ def config_folder(model:str)->str:
 
 def train_config(row:dict, epochs:int=1):
     from tpututor.config import TrainConfig
-    return TrainConfig(model=config_folder(row['model']), task='classification', n_outputs=2, max_len=row['length'],
+    return TrainConfig(model=config_folder(row['model']), task=row.get('task', 'classification'),
+                       n_outputs=row.get('n_outputs', 2), max_len=row['length'],
                        batch_size=row['batch'], precision=row['precision'], lora=row['lora'],
-                       model_parallel=row['model_parallel'], steps_per_execution=row.get('spe', 1), epochs=epochs)
+                       model_parallel=row['model_parallel'], steps_per_execution=row.get('spe', 1), epochs=epochs,
+                       pack='pack_shape' in row, pack_shape=row.get('pack_shape'))
 
-def child(row:dict)->dict:
-    "Compile `row`'s programs for its chip in this process: their figures, the code that built them, the versions"
-    from tpututor.devices.jax import import_keras
-    keras = import_keras()
-    import jax, keras_hub
-    from tpututor.models.keras_tpu import compile_run
-    from tpututor.devices.tpu import libtpu_version
+def child(row:dict, known:dict|None=None)->dict:
+    "Compile `row`'s programs for its chip in this process (those `known` by key only lowered): their figures, the code"
     lengths = row.get('lengths') or [row['length']]
     t0 = time.time()
-    progs = compile_run(train_config(row), row['accelerator'], lengths, predict=bool(row.get('lengths')))
+    if row.get('backend') == 'xla':   # torch_xla traces in a child of its own; JAX only compiles here
+        from tpututor.models.xla_tpu import compile_xla_run
+        progs = compile_xla_run(train_config(row), row['accelerator'], lengths, known=known)
+    else:
+        from tpututor.devices.jax import import_keras
+        import_keras()
+        from tpututor.models.keras_tpu import compile_run
+        progs = compile_run(train_config(row), row['accelerator'], lengths, predict=bool(row.get('lengths')),
+                            known=known)
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and getattr(sys.modules[m], '__file__', None))
     from tpututor.records import code_hash   # after the list: the code that built the programs, not the hashing's
-    return dict(programs=progs, seconds=round(time.time() - t0, 1), modules=mods, program_code=code_hash(mods),
-                versions=dict(jax=jax.__version__, libtpu=libtpu_version(), keras=keras.__version__,
-                              keras_hub=keras_hub.__version__))
+    return dict(programs=progs, seconds=round(sum(p['seconds'] for p in progs), 1),
+                lowered_s=round(time.time() - t0, 1), modules=mods, program_code=code_hash(mods),
+                versions=versions(row.get('backend', 'keras')))
+
+def versions(backend:str='keras')->dict:
+    "What a row's compiled figures depend on besides its code: JAX, libtpu and the backend's framework"
+    from importlib.metadata import version
+    names = ('jax', 'libtpu') + (('torch', 'torch_xla') if backend == 'xla' else ('keras', 'keras_hub'))
+    return {n: version(n.replace('_', '-')) for n in names}
 
 def key(row:dict)->str: return json.dumps(row, sort_keys=True)
 
@@ -122,18 +145,22 @@ def compiled(rows:list, fresh:bool=False)->dict:
     runs_file = RESULTS / 'tpu_plan_compiles.jsonl'   # a row's compile a line (the record is tpu_plan.json)
     runs = {} if SMOKE or fresh or not runs_file.exists() else {
         key(r['row']): r for r in map(json.loads, runs_file.read_text().splitlines())}
-    now = None
     for i, row in enumerate(rows):
         k, old = key(row), runs.get(key(row))
-        if old and now is None: now = child_result([sys.executable, __file__, '--versions'], 'versions')
-        if old and old['versions'] == now and code_hash(old['modules']) == old['program_code']:
+        same = old and old['versions'] == versions(row.get('backend', 'keras'))
+        if same and code_hash(old['modules']) == old['program_code']:
             with open(os.environ[IMPORTS], 'a') as f:   # the record hashes them
                 f.write('\n'.join(old['modules']) + '\n')
             continue
-        print(f"[{i + 1}/{len(rows)}] compiling {row['model']} {row['batch']} x {row['length']} {row['precision']} "
-              f"for {row['accelerator']}...", flush=True)
-        runs[k] = dict(row=row, date=time.strftime('%Y-%m-%d'),
-                       **child_result([sys.executable, __file__, '--child', k], f"compiling {row['model']}"))
+        # another code: each program lowered again, and compiled only if its StableHLO is not one compiled before
+        known = {p['program']: p for p in old['programs'] if 'program' in p} if same else {}
+        print(f"[{i + 1}/{len(rows)}] {'lowering' if known else 'compiling'} {row['model']} {row['batch']} x "
+              f"{row['length']} {row['precision']} for {row['accelerator']}...", flush=True)
+        with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as f: json.dump(known, f)
+        try: res = child_result([sys.executable, __file__, '--child', k, f.name], f"compiling {row['model']}")
+        finally: os.unlink(f.name)
+        fresh_ones = [p for p in res['programs'] if not p.get('reused')]
+        runs[k] = dict(row=row, date=old['date'] if old and not fresh_ones else time.strftime('%Y-%m-%d'), **res)
         if not SMOKE:   # kept as each row ends: a stop resumes
             runs_file.write_text(''.join(json.dumps(r) + '\n' for r in runs.values()))
     return runs
@@ -153,7 +180,8 @@ def main(fresh=False):
     largest = [] if SMOKE else [dict(r, batch=largest_batch(estimate(r), hbm_bytes(r['accelerator'])),
                                      largest=True) for r in LARGEST]
     tuts = {} if SMOKE else {nb: dict(t['row'], setting=nb) for nb, t in TUTORIALS.items()}
-    runs = compiled(rows + list(tuts.values()) + largest, fresh)
+    packed = [] if SMOKE else [packed_row()]
+    runs = compiled(rows + list(tuts.values()) + largest + packed, fresh)
     MiB, table_rows, goals = 2**20, [], []
     for row in rows + largest:
         p = runs[key(row)]['programs'][0]
@@ -186,17 +214,17 @@ def main(fresh=False):
         goals.append(dict(comparison=f'{nb}: TPU setting compiled for {t["accelerator"]}', measured='fits' if
                           t['fits'] else 'does not fit', goal='fits', met=t['fits'], run=nb, tutorial=t))
     if tut: body += '\n\n' + tutorial_text(tut)
-    pad = {} if SMOKE else padding(runs)
+    pad = {} if SMOKE else padding(runs, packed[0])
     if pad:
         body += '\n\n' + padding_text(pad)
         goals.append(dict(comparison="the padding question on a v5e-8 (tutorial 01's setting): FLOPs per real token, "
                           "padded to 128 against its buckets", goal='-', met=None, run='padding', padding=pad,
                           measured=f"{pad['fixed']['flops_per_token'] / pad['buckets']['flops_per_token']:.2f}x"))
-    versions = next(iter(runs.values()))['versions']
+    vs = {**versions('xla'), **versions()} if tuts else versions()
     chips = 'TPU ' + ', '.join(dict.fromkeys(r['accelerator'] for r in rows + largest + list(tuts.values())))
-    for g in goals: g.update(compiled_for=chips, libtpu=versions['libtpu'])   # the Tested-on table's TPU row
-    body += (f"\n\nlibtpu {versions['libtpu']}, JAX {versions['jax']}, Keras {versions['keras']}, KerasHub "
-             f"{versions['keras_hub']}.")
+    for g in goals: g.update(compiled_for=chips, libtpu=vs['libtpu'])   # the Tested-on table's TPU row
+    body += (f"\n\nlibtpu {vs['libtpu']}, JAX {vs['jax']}, Keras {vs['keras']}, KerasHub {vs['keras_hub']}" +
+             (f"; torch {vs['torch']}, torch_xla {vs['torch_xla']} (the xla backend's rows)." if tuts else '.'))
     report('tpu_plan', 'The estimate against the TPU compiler', body, provenance('tpu_plan'), goals)
 
 def tutorial_records(tuts:dict, runs:dict)->dict:
@@ -205,7 +233,8 @@ def tutorial_records(tuts:dict, runs:dict)->dict:
     out = {}
     for nb, row in tuts.items():
         t, r = TUTORIALS[nb], runs[key(row)]
-        f = plan_figures(train_config(row, t['epochs']), r['programs'], t['rows'], t['folds'])
+        f = plan_figures(train_config(row, t['epochs']), r['programs'], t['rows'], t['folds'],
+                         predict_rows=t.get('predict_rows'))
         progs = [{k: p[k] for k in ('kind', 'rows', 'batch', 'length', 'total', 'hbm', 'fits', 'flops', 'hbm_bytes',
                                     'roofline_s', 'seconds')} for p in f['programs']]
         for p in progs:   # the estimate on the slice's mesh (a decoder's weights split over all its devices)
@@ -228,15 +257,29 @@ def tutorial_text(tut:dict)->str:
     return ('The tutorials\' TPU settings, every program compiled for v5e-8 (global rows x tokens):\n\n' +
             table(rows, list(rows[0])) + f'\n\nRoofline time of the whole job (the least it can take): {jobs}.')
 
-def padding(runs:dict)->dict:
-    """Tutorial 01's setting on a v5e-8, every batch padded to 128 tokens or to its bucket: the compiler's FLOPs per
-    real token, HBM bytes per training row and programs per run, for the stand-in data's rows and real lengths"""
-    import math, numpy as np
+def _tutorial_texts():
+    "Tutorial 01's training texts where the competition's data is absent, encoded to 128 tokens"
     from tpututor.data import rotten_tomatoes
-    from tpututor.encoding import encode, assign_buckets
+    from tpututor.encoding import encode
+    return encode('minilm', rotten_tomatoes().text.tolist()[:TUTORIALS['tutorials/01_keras_kfold.ipynb']['rows']],
+                  max_len=128)
+
+def packed_row()->dict:
+    "Tutorial 01's setting packed: rows of 128 tokens holding about 16 texts a device a step, as `run_kfold` fixes it"
+    from tpututor.packing import pack_shape
+    enc = _tutorial_texts()
+    return _row('roberta-base', 16, 128, spe=32, pack_shape=list(pack_shape(enc.lengths, 128, 16)))   # training only
+
+def padding(runs:dict, packed:dict)->dict:
+    """Tutorial 01's setting on a v5e-8, every batch padded to 128 tokens, to its bucket or packed: the compiler's FLOPs
+    per real token, HBM bytes per training text and programs per run, for the stand-in data's texts and lengths"""
+    import math, numpy as np
+    from tpututor.encoding import assign_buckets
+    from tpututor.packing import packed_steps
     nb = 'tutorials/01_keras_kfold.ipynb'
     t, tut = TUTORIALS[nb], dict(TUTORIALS[nb]['row'], setting=nb)
-    lens = encode('minilm', rotten_tomatoes().text.tolist(), max_len=128).lengths[:t['rows']]
+    enc = _tutorial_texts()
+    lens = enc.lengths
     fixed = runs[key(_row('roberta-base', 16, 128))]['programs'][0]
     train = {p['length']: p for p in runs[key(tut)]['programs'] if p['kind'] == 'train'}
     gb = fixed['rows']   # rows per global batch (16 a device on 8)
@@ -248,30 +291,34 @@ def padding(runs:dict)->dict:
                     flops_per_token=flops / lens.sum(), hbm_bytes_per_row=moved / len(lens),
                     roofline_s=sum(programs[L]['roofline_s'] * n for L, n in steps.items()))
     buckets = sorted(train)
+    pk = runs[key(packed)]['programs'][0]   # the packed training step: pack_shape's rows a device, 128 tokens
+    steps = len(packed_steps(enc, tuple(packed['pack_shape']), seed=0)[1])   # an epoch, packed as `fit` packs it
+    pack = dict(lengths=[128], steps=steps, programs=2, flops_per_token=pk['flops'] * 8 * steps / lens.sum(),
+                hbm_bytes_per_row=pk['hbm_bytes'] * 8 * steps / len(lens), roofline_s=pk['roofline_s'] * steps,
+                shape=packed['pack_shape'])
     return dict(rows=int(len(lens)), real_tokens=int(lens.sum()), fixed=way({128: fixed}, np.full(len(lens), 128)),
-                buckets=way(train, np.asarray(buckets)[assign_buckets(lens, buckets)]),
-                packed='not compiled for a TPU yet: `abstract_model` refuses packed rows')
+                buckets=way(train, np.asarray(buckets)[assign_buckets(lens, buckets)]), packed=pack)
 
 def padding_text(pad:dict)->str:
     rows = [{'padding': f"{name} ({', '.join(map(str, w['lengths']))} tokens)", 'programs a run': w['programs'],
              'steps an epoch': w['steps'], 'GFLOP per real token': f"{w['flops_per_token'] / 1e9:.3f}",
-             'HBM MB per row': f"{w['hbm_bytes_per_row'] / 1e6:.1f}", 'roofline s an epoch': f"{w['roofline_s']:.2f}"}
-            for name, w in (('to one length', pad['fixed']), ('to its bucket', pad['buckets']))]
+             'HBM MB per text': f"{w['hbm_bytes_per_row'] / 1e6:.1f}", 'roofline s an epoch': f"{w['roofline_s']:.2f}"}
+            for name, w in (('to one length', pad['fixed']), ('to its bucket', pad['buckets']),
+                            ('packed', pad['packed']))]
+    r, most = pad['packed']['shape']
     return (f"The padding question on the TPU's terms: tutorial 01's RoBERTa-base on a v5e-8, one epoch over "
-            f"{pad['rows']:,} rows of Rotten Tomatoes ({pad['real_tokens']:,} real tokens), each batch padded to 128 "
-            "tokens or to its length bucket; FLOPs and HBM bytes from the compiler's cost analysis of each program, "
-            "summed over the steps. Packed rows: " + pad['packed'] + '.\n\n' + table(rows, list(rows[0])))
+            f"{pad['rows']:,} texts of Rotten Tomatoes ({pad['real_tokens']:,} real tokens), each batch padded to 128 "
+            f"tokens, to its length bucket, or packed ({r} rows of 128 tokens a device, at most {most} texts a row); "
+            "FLOPs and HBM bytes from the compiler's cost analysis of each program, summed over the steps (packed: the "
+            "training step's; libtpu crashes compiling this packed prediction program, so it is counted, not compiled)."
+            "\n\n" +
+            table(rows, list(rows[0])))
 
 def smoke(part=None): main()
 
 if __name__ == '__main__':
-    if sys.argv[1:2] == ['--child']: print('RESULT ' + json.dumps(child(json.loads(sys.argv[2]))), flush=True)
-    elif sys.argv[1:2] == ['--versions']:
-        from tpututor.devices.jax import import_keras
-        keras = import_keras()
-        import jax, keras_hub
-        from tpututor.devices.tpu import libtpu_version
-        print('RESULT ' + json.dumps(dict(jax=jax.__version__, libtpu=libtpu_version(), keras=keras.__version__,
-                                          keras_hub=keras_hub.__version__)), flush=True)
+    if sys.argv[1:2] == ['--child']:
+        known = json.loads(Path(sys.argv[3]).read_text()) if sys.argv[3:] else None
+        print('RESULT ' + json.dumps(child(json.loads(sys.argv[2]), known)), flush=True)
     elif SMOKE: smoke_alone('tpu_plan')
     else: main(fresh='--fresh' in sys.argv[1:])

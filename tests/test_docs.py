@@ -7,8 +7,12 @@ none where it does), a name in its module's `__all__` without an API entry, math
 bfloat16 lesson, an explorer widget that renders blank. At 1280x800 and at a phone's 390x844, every table, `pre`
 block, picture and output of every page must fit or scroll inside its own box (nothing clipped, the page never
 scrolling sideways), keep its lines and words whole, and show no temporary or home-directory path, no stderr
-progress bar and no stray object repr. Screenshots of the home page and the widget go to tests/artifacts/.
-Without a browser: every install cell is the canonical text (tools/docs/install_cell.py), and the package follows
+progress bar and no stray object repr. In that same one load of each page: no code cell of a lesson or tutorial
+scrolls sideways at 1280 px, and a lesson page shows no API block but those it asks for with `show_doc`, lists its
+sections only in its table of contents, and starts its first section within the first screen (1280x1800).
+Screenshots of the home page and the widget go to tests/artifacts/.
+Without a browser: every install cell is the canonical text (tools/docs/install_cell.py) and, run offline with a
+stand-in for pip, installs tpututor from its pinned commit only; and the package follows
 its layout rules (tools/docs/layout.toml: layers, backends apart, no circle).
 
 The site is built by the test (`tools/docs/build.py`, cached by content, about 30 s from cold) unless
@@ -208,7 +212,7 @@ def browser():
 
 # ---------------------------------------------------------------- what the site must hold
 WIDE, PHONE = (1280, 800, False), (390, 844, True)      # window sizes: width, height, a phone's touch layout
-CODE_CHARS = 110            # characters of code the content column holds at 1280 px: most API signatures' longest line
+CODE_CHARS = 120            # characters a code cell holds at 1280 px: the notebooks' longest line
 
 def pages():
     return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob('*.html')
@@ -290,10 +294,13 @@ READABLE = r"""(async (minCodeChars, machinePaths) => {
   const repr = text.match(/.{0,30}(<[\w.]+ object at 0x[0-9a-f]+>|<Figure size \d+x\d+ with|<matplotlib\.[\w.]+ at 0x).{0,20}/);
   if (repr) out.push(`stray output: ${repr[0]}`);
   if (minCodeChars) {
-    const code = art.querySelector('pre code, pre') || art;
-    const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(code).font;
-    const fits = Math.floor(art.clientWidth / ctx.measureText('0123456789').width * 10);
-    if (fits < minCodeChars) out.push(`the content column holds ${fits} characters of code, under ${minCodeChars}`);
+    const cell = art.querySelector('.jp-CodeCell .jp-InputArea pre');   // a code cell's own box, inside its padding
+    if (cell) {
+      const cs = getComputedStyle(cell), ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+      const fits = Math.floor((cell.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)) / ctx.measureText('0123456789').width * 10);
+      if (fits < minCodeChars) out.push(`a code cell holds ${fits} characters a line, under ${minCodeChars}`);
+    }
   }
   return out;
 })"""
@@ -363,19 +370,32 @@ def test_nav_shows_the_project(site, server, browser):
     assert browser.wait_for("document.querySelectorAll('.md-search-result__item').length > 0", 20), f'search found nothing for "bfloat16" on {deeper}'
     assert not browser.problems(browser.events), browser.problems(browser.events)
 
-def test_every_page_loads_clean(site, server, browser):
-    "Every page loads without an error, has its buttons only where its notebook runs on Kaggle and Colab, an API entry for every name in its module's `__all__`, and is readable at 1280x800 and 390x844"
+@pytest.fixture(scope='module')
+def page_reports(site, server, browser):
+    """Every page opened once (at 1280x800 and 390x844): {page: what is wrong with it}, and {lesson page: what it shows}
+    (its figures, folded answers, API blocks, contents), for the tests below to read"""
     ps, api = pages(), module_pages()
     assert len(ps) >= 5, ps
     bad = {page: ['named in tpututor/_modidx.py, and not built'] for page in api if page not in ps}
+    lessons, tutorials, shown = set(section_pages('Lessons')), set(section_pages('Tutorials')), {}
     browser.viewport(*WIDE)
     with browser.small_search(site):
-        for i, p in enumerate(ps): check_page(browser, server, i, p, api, bad)
+        for i, p in enumerate(ps):
+            r = check_page(browser, server, i, p, api, bad, lesson=p in lessons, shows=f'{SHOWN}()' if p in lessons | tutorials else None)
+            if r is not None: shown[p] = r
     browser.viewport(*WIDE)
+    return bad, shown
+
+def test_every_page_loads_clean(page_reports):
+    "Every page loads without an error, has its buttons only where its notebook runs on Kaggle and Colab, an API entry for every name in its module's `__all__` (on a lesson, the code that defines it), and is readable at 1280x800 and 390x844"
+    bad, _ = page_reports
     assert not bad, json.dumps(bad, indent=1)
 
-def check_page(browser, server, i, p, api, bad):
-    "What is wrong with page `p` (the `i`-th) into `bad`; the API entries it must have are taken out of `api`"
+def check_page(browser, server, i, p, api, bad, lesson=False, shows=None):
+    """What is wrong with page `p` (the `i`-th) into `bad`; the API entries it must have are taken out of `api` (a `lesson`
+    shows its code instead: an anchor with nbdev's id for each name, on the code that defines it). Returns the value of
+    JavaScript expression `shows` on the page at 1280 px (None without one)"""
+    shown = None
     sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)   # laid out once per size: the next page opens in the size this one ended in
     problems = browser.problems(browser.open(server + p, settle=0.3))   # a page's requests end with its load event (the latest seen: 0.02 s after)
     title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
@@ -391,7 +411,11 @@ def check_page(browser, server, i, p, api, bad):
             problems.append(f'not one Open in {what} button for {opens}: {badge}'); continue
         same = browser.js(f"Array.from(document.querySelectorAll('article a')).filter(a => a.href == {json.dumps(badge[0])}).length")
         if same != 1 and p != 'index.html': problems.append(f'the page links its own notebook on {what} {same} times (the notebook\'s own button left in?)')
-    if p in api:
+    if p in api and lesson:
+        ids = browser.js("Array.from(document.querySelectorAll('article [id]')).map(e => e.id)")
+        missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names if n.lower() not in ids]
+        if missing: problems.append(f'no anchor (nbdev\'s id on the code that defines it) for {missing}')
+    elif p in api:
         heads = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('article h2, article h3, article h4'))"
                            ".map(h => [h.id, h.innerText.replace(/¶$/, '').trim()]))")
         missing = [f'{mod}.{n}' for mod, names in api.pop(p).items() for n in names
@@ -400,7 +424,9 @@ def check_page(browser, server, i, p, api, bad):
     for k, size in enumerate(sizes):
         if k: browser.viewport(*size)
         problems += [f'at {size[0]} px: {x}' for x in readable(browser, CODE_CHARS if size == WIDE else 0)]
+        if size == WIDE and shows: shown = browser.js(shows)
     if problems: bad[p] = problems
+    return shown
 
 def test_readable_finds_what_a_reader_cannot_read(server, browser):
     "The readability check itself: a clipped table, a wrapped log line, a temporary path and a page scrolling sideways are each found"
@@ -453,34 +479,67 @@ def test_math_and_widget(site, server, browser):
     problems += browser.problems(browser.events)
     assert not problems, problems
 
-def test_lessons_show_pictures_and_fold_answers(site, server, browser):
-    "The lesson pages carry at least ten rendered figures, animations or widgets, and every exercise's answer is folded"
-    count, folded = {}, {}
+# What a lesson or tutorial page shows, evaluated once on the page as `page_reports` opened it (at 1280 px wide): its
+# figures, animations and widgets, its folded answers, its API blocks (a markdown cell that opens with a rule and names
+# a function in a heading, as nbdev's `show_doc` writes them), the entries of its table of contents in the sidebar, its
+# code cells wider than their box (a reader would scroll sideways), and where its first section's heading starts.
+SHOWN = r"""(() => {
+  const art = document.querySelector('article'), text = e => e.innerText.replace(/¶$/, '').trim();
+  const imgs = Array.from(art.querySelectorAll('.jp-OutputArea-output img'))
+      .filter(i => i.closest('.animation') === null && i.naturalWidth > 100 && i.naturalHeight > 50);
+  const anims = Array.from(art.querySelectorAll('.animation')).filter(a => a.querySelector('img') && a.querySelector('img').naturalWidth > 100);
+  const widgets = Array.from(art.querySelectorAll('.jp-OutputArea-output .widget-vbox, .jp-OutputArea-output .widget-hbox'))
+      .filter(w => w.parentElement.closest('.widget-vbox, .widget-hbox') === null && w.getBoundingClientRect().height > 50);
+  const folded = Array.from(art.querySelectorAll('details')).filter(d => !d.open && d.querySelector('summary')
+      && d.querySelector('summary').innerText.includes('Answer')).length;
+  const api = Array.from(art.querySelectorAll('.jp-MarkdownOutput')).filter(m => m.firstElementChild
+      && m.firstElementChild.tagName == 'HR' && m.querySelector('h2, h3, h4, h5')).map(m => text(m.querySelector('h2, h3, h4, h5')));
+  const toc = Array.from(document.querySelectorAll('.md-nav--primary .md-nav__item--active > nav.md-nav--secondary a.md-nav__link'))
+      .map(a => a.innerText.trim());
+  const sections = Array.from(art.querySelectorAll('h2, h3')).filter(h => !h.closest('.jp-OutputArea')).map(text);
+  const wide = Array.from(art.querySelectorAll('.jp-InputArea pre')).filter(p => p.scrollWidth > p.clientWidth + 1).map(p => {
+      const line = p.innerText.split('\n').reduce((a, b) => b.length > a.length ? b : a, '');
+      return `${p.scrollWidth}px of code in a ${p.clientWidth}px box, its longest line (${line.length} characters): ${line.slice(0, 70)}`; });
+  const h2 = art.querySelector('h2');
+  return {figures: imgs.length + anims.length + widgets.length, animations: anims.length, folded, api, toc, sections, wide,
+          first_section: h2 ? Math.round(h2.getBoundingClientRect().top + window.scrollY) : null};
+})"""
+
+FIRST_SCREEN = 1800   # the first section's heading starts within the first screen of a 1280x1800 window
+
+def allowed_api(nb:Path)->list:
+    "The API blocks a lesson may show: one for each function it documents with an explicit `show_doc(name)` cell (one it builds step by step)"
+    cells = [c for c in json.loads(nb.read_text())['cells'] if c['cell_type'] == 'code']
+    return re.findall(r'^show_doc\((\w+)', '\n'.join(''.join(c['source']) for c in cells), re.M)
+
+def test_lesson_pages_read_as_lessons(page_reports):
+    "Every lesson page shows the lesson: no API block but the ones it asks for (once each), a table of contents of its sections only, no code scrolling sideways at 1280 px, its first section within the first screen; no tutorial's code scrolls sideways"
+    _, shown = page_reports
+    nbs, bad = published(), {}
     lessons = section_pages('Lessons')
-    assert len(lessons) >= 5, lessons
-    with browser.small_search(site):
-        for page in lessons: count[page], folded[page] = lesson_figures(browser, server, page)
+    assert len(lessons) >= 5 and all(p in shown for p in lessons), (lessons, sorted(shown))
+    for p, r in shown.items():
+        problems = [f'code wider than the column at 1280 px: {w}' for w in r['wide']]
+        if p in lessons:
+            allowed = allowed_api(nbs[p])
+            extra = [n for n in r['api'] if n not in allowed or r['api'].count(n) > 1]
+            if extra: problems.append(f'API blocks a lesson does not ask for (with show_doc) or shows twice: {extra}')
+            if [t for t in r['toc'] if t in r['api']] or [t for t in r['toc'] if t not in r['sections']]:
+                problems.append(f'the contents in the sidebar hold more than the sections {r["sections"]}: {r["toc"]}')
+            if not r['toc']: problems.append('no table of contents in the sidebar')
+            if r['first_section'] is None or r['first_section'] > FIRST_SCREEN:
+                problems.append(f'the first section starts at {r["first_section"]} px, below the first screen ({FIRST_SCREEN} px)')
+        if problems: bad[p] = problems
+    assert not bad, json.dumps(bad, indent=1)
+
+def test_lessons_show_pictures_and_fold_answers(page_reports):
+    "The lesson pages carry at least ten rendered figures, animations or widgets, every exercise's answer is folded, and the first lesson's systolic animation renders"
+    _, shown = page_reports
+    lessons = section_pages('Lessons')
+    count, folded = {p: shown[p]['figures'] for p in lessons}, {p: shown[p]['folded'] for p in lessons}
     assert sum(count.values()) >= 10, f'figures, animations and widgets per lesson page: {count}'
     assert all(n >= 2 for n in folded.values()), f'folded answers per lesson page: {folded}'
-    browser.open(server + lessons[0])
-    assert browser.wait_for("document.querySelector('article .animation img') !== null", 10), f'the systolic animation did not render on {lessons[0]}'
-
-def lesson_figures(browser, server, page)->tuple:
-    "(figures, animations and widgets shown, exercise answers folded) on lesson page `page`"
-    problems = browser.problems(browser.open(server + page))
-    assert not problems, (page, problems)
-    browser.wait_for("document.querySelectorAll('.widget-html-content').length > 0 || true", 5)
-    shown = browser.js("""(() => {
-        const imgs = Array.from(document.querySelectorAll('article .jp-OutputArea-output img'))
-            .filter(i => i.closest('.animation') === null && i.naturalWidth > 100 && i.naturalHeight > 50);
-        const anims = Array.from(document.querySelectorAll('article .animation'))
-            .filter(a => a.querySelector('img') && a.querySelector('img').naturalWidth > 100);
-        const widgets = Array.from(document.querySelectorAll('article .jp-OutputArea-output .widget-vbox, article .jp-OutputArea-output .widget-hbox'))
-            .filter(w => w.parentElement.closest('.widget-vbox, .widget-hbox') === null && w.getBoundingClientRect().height > 50);
-        return imgs.length + anims.length + widgets.length; })()""")
-    folded = browser.js("Array.from(document.querySelectorAll('article details')).filter(d => !d.open && "
-                        "d.querySelector('summary') && d.querySelector('summary').innerText.includes('Answer')).length")
-    return shown, folded
+    assert shown[lessons[0]]['animations'] > 0, f'the systolic animation did not render on {lessons[0]}'
 
 def test_layout_page(site, server, browser):
     "How the code is laid out: the picture of the real imports, readable at 1280 px; every module with its line; the layer rules and the data flow"
@@ -573,6 +632,77 @@ def test_install_cell_check_finds_a_changed_copy(tmp_path):
     assert not install_cell.has_install_cell(json.loads(nb('import numpy', good).read_text()))
     assert 'unknown framework' in install_cell.check_notebook(nb(good.replace("'keras')", "'jax')")))[0]
     assert install_cell.check_notebook(nb('import numpy')) == []          # no install cell: nothing to check, no buttons
+
+# A stand-in for `python -m pip` (the cell runs pip as `sys.executable -m pip`): it records its arguments, and installs
+# (a copy of tpututor from the commit it is given) or uninstalls by writing or removing a dist-info in SITE.
+PIP_STAND_IN = """import json, shutil, sys
+from pathlib import Path
+site, log = Path(sys.argv[0]).parent / 'site-packages', Path(sys.argv[0]).parent / 'pip.log'
+log.write_text(log.read_text() + json.dumps(sys.argv[1:]) + '\\n')
+if FAILS: sys.exit(1)
+for d in site.glob('tpututor-*.dist-info'): shutil.rmtree(d)
+if 'install' in sys.argv:
+    d, spec = site / 'tpututor-0.1.0.dist-info', sys.argv[-1]
+    d.mkdir(); (d / 'METADATA').write_text('Metadata-Version: 2.1\\nName: tpututor\\nVersion: 0.1.0\\n')
+    if '@' in spec: (d / 'direct_url.json').write_text(json.dumps(dict(url=spec, vcs_info=dict(vcs='git', commit_id=spec[-40:]))))
+"""
+
+def run_cell(tmp:Path, cell:str, dist=None, pip_fails=False, where='site-packages'):
+    """Run install cell text `cell` offline in a bare Python (no site-packages of its own) in which tpututor is `dist`,
+    (version, its direct_url.json or None) in folder `where`, or missing: (the run, each call to pip as its arguments)"""
+    site = tmp / where; site.mkdir(parents=True); (tmp / 'pip.log').write_text('')
+    if dist:
+        d = site / f'tpututor-{dist[0]}.dist-info'; d.mkdir()
+        (d / 'METADATA').write_text(f'Metadata-Version: 2.1\nName: tpututor\nVersion: {dist[0]}\n')
+        if dist[1] is not None: (d / 'direct_url.json').write_text(json.dumps(dist[1]))
+    fake = tmp / 'python'
+    fake.write_text(f'#!{sys.executable}\n' + PIP_STAND_IN.replace('FAILS', str(pip_fails))); fake.chmod(0o755)
+    prog = f'import sys; sys.path.insert(0, {str(site)!r}); sys.executable = {str(fake)!r}\nexec(compile({cell!r}, "cell", "exec"))'
+    r = subprocess.run([sys.executable, '-I', '-S', '-c', prog], capture_output=True, text=True, timeout=60)
+    return r, [json.loads(l) for l in (tmp / 'pip.log').read_text().splitlines()]
+
+def test_install_cell_installs_only_its_pin(tmp_path):
+    "The install cell, run offline with a stand-in for pip: it installs tpututor from the pinned commit only (never by name from an index), replaces another copy without running it, says what it installed, and is a no-op where the pinned commit or a local copy is installed"
+    assert install_cell.pin_problems() == [], install_cell.pin_problems()
+    pin, cell = install_cell.PIN, install_cell.head()
+    url = f'git+{install_cell.REPO}@{pin}'
+    assert f"PIN = '{url}'" in cell and cell.count('\n') < 12, cell
+    install = ['-m', 'pip', '-q', 'install', f'tpututor @ {url}']
+    uninstall = ['-m', 'pip', '-q', 'uninstall', '-y', 'tpututor']
+    cases = {'none installed': (None, [install]),
+             'another tpututor, from an index': (('9.9.9', None), [uninstall, install]),
+             'this repository at another commit': (('0.1.0', dict(url='x', vcs_info=dict(vcs='git', commit_id='a' * 40))), [uninstall, install]),
+             'the pinned commit': (('0.1.0', dict(url=url, vcs_info=dict(vcs='git', commit_id=pin))), []),
+             'a local copy (an editable checkout)': (('0.1.0', dict(url='file:///src', dir_info=dict(editable=True))), [])}
+    r, got = run_cell(tmp_path / 'checkout', cell, ('0.1.0', None), where='checkout')
+    assert got == [], f'a checkout on the path (its egg-info beside the source): pip ran {got}'
+    for i, (what, (dist, calls)) in enumerate(cases.items()):
+        r, got = run_cell(tmp_path / str(i), cell, dist)
+        assert r.returncode == 0, (what, r.stderr)
+        assert got == calls, f'{what}: pip ran {got}, expected {calls}'
+        said = r.stdout.strip()
+        assert said == (f'tpututor 0.1.0 installed from {url}' if calls else f'tpututor {dist[0]} was installed already'), (what, said)
+    r, got = run_cell(tmp_path / 'fails', cell, None, pip_fails=True)
+    assert r.returncode != 0 and 'CalledProcessError' in r.stderr and 'installed from' not in r.stdout, (r.stdout, r.stderr[-500:])
+    wheel = install_cell.head('0.2.0')          # once released on PyPI: that version's wheel, nothing built from source
+    r, got = run_cell(tmp_path / 'pypi', wheel)
+    assert got == [['-m', 'pip', '-q', 'install', '--only-binary', ':all:', 'tpututor==0.2.0']], got
+    assert run_cell(tmp_path / 'pypi-had', wheel, ('0.2.0', None))[1] == []
+    for bad in ('main', 'v0.1.0', '536d6cf'):    # a branch or a tag moves, a short hash is ambiguous: refused
+        with pytest.raises(ValueError, match='neither a commit'): install_cell.head(bad)
+
+def test_install_pin_is_kept_in_one_place(tmp_path):
+    "`--pin` rewrites PIN and every notebook's install cell at once; the check names a copy pinned elsewhere, and a PIN that is no commit of this history"
+    nbs = tmp_path / 'nbs'; nbs.mkdir()
+    here = tmp_path / 'install_cell.py'; here.write_text(f"x = 1\nPIN = '{install_cell.PIN}'\n")
+    old = install_cell.install_cell('keras').replace(install_cell.head(), install_cell.head('b' * 40))
+    (nbs / 'a.ipynb').write_text(json.dumps({'cells': [{'cell_type': 'code', 'source': old, 'metadata': {}, 'outputs': []}]}))
+    assert 'differs from the canonical text' in install_cell.check_notebook(nbs / 'a.ipynb')[0]
+    assert install_cell.set_pin(install_cell.PIN, nbs, here) == [nbs / 'a.ipynb']
+    assert install_cell.check_notebook(nbs / 'a.ipynb') == []
+    assert install_cell.set_pin('c' * 40, nbs, here) == [nbs / 'a.ipynb'] and f"PIN = '{'c' * 40}'" in here.read_text()
+    assert 'is no commit of' in install_cell.pin_problems('c' * 40)[0]
+    assert 'neither a commit' in install_cell.pin_problems('main')[0]
 
 def test_code_follows_its_layout_rules():
     "tpututor's imports follow tools/docs/layout.toml: every module in one layer, no import up a layer, no backend importing another, no circle"

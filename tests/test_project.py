@@ -160,7 +160,7 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '03_frameworks', '03a_jax'], LESSONS
+                                         '03_frameworks', '03a_jax', '04_parallelism'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
     for nb in LESSONS:
@@ -221,6 +221,62 @@ def test_lessons_hold_no_checks():
         with_checks(nb, ROOT / 'tests' / 'artifacts' / 'lessons' / 'ids')        # every block names a code cell
         shown = [c['id'] for c in tool.exercise_cells(cells) if c.get('outputs')]
         assert not shown, f'{nb.name}: exercise cells {shown} keep their answer as output: python tools/lessons.py {nb}'
+
+# What each predict-then-run exercise's cell prints, the figures its folded answer names (`python tools/lessons.py
+# --show LESSON` prints them before it clears the cell): were a stored output above the question to hold them all, the
+# learner would read the answer before predicting it.
+ANSWER_FIGURES = {
+    '00_tpu': {1: ['50.0%', '12.5%'], 2: ['302', '264', '186']},
+    '00a_devices': {1: ['4 devices', '32 GiB'], 2: ['virtual_tpu(4) refused', 'virtual_jax(4) refused']},
+    '01_bf16': {1: ['1.0', '0.99609375'], 2: ['2.9981136322021484e-05', '3.0040740966796875e-05']},
+    '01a_bf16_training': {1: ['4.0'], 2: ['100.5', '101.0']},
+    '02_xla': {1: ['[1, 1, 0, 1, 0]'], 2: ["{0.1: 1, 0.05: 0, 0.0: 0, 1.0: 0}"]},
+    '02a_xla_watch': {1: ['2 compiles', 'x changed from (16, 16) to (2, 16)'],
+                      2: ['6 rows: RuntimeError', 'f32[6,4]'], 3: ["'EagerOpExecuteTime': 4"]},
+    '02b_xla_devices': {1: ['RuntimeError: SPMD mode must be switched on'],
+                        2: ['a @ a: torch.bfloat16', 'softmax: torch.float32', '(a @ a) + a: torch.float32']},
+    '03_frameworks': {1: ['torch_xla → jax → tensorflow', "'works': True"],
+                      2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
+    '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
+    '04_parallelism': {1: ['0.295 ms'], 2: ['7.08 MB', '0.035 ms']},
+}
+
+def _figure(f:str):
+    "A regex for figure `f` as a whole: not part of a longer number or name"
+    import re
+    return re.compile(r'(?<![\w.])' + re.escape(f) + r'(?![\w]|\.\d)')
+
+def _predict_questions(cells:list)->list:
+    "(cell index, exercise number) of each predict-then-run question (an exercise heading that does not ask for code)"
+    import re
+    return [(i, int(m.group(1))) for i, c in enumerate(cells) if c['cell_type'] == 'markdown'
+            for m in re.finditer(r'(?m)^### Exercise (\d+):(.*)$', _text(c)) if '(write the code)' not in m.group(2)]
+
+def _answers_above(cells:list, figures:dict)->list:
+    "(exercise, cell index) for each predict-then-run question whose figures all stand in one stored output above it"
+    found = []
+    for i, n in _predict_questions(cells):
+        pats = [_figure(f) for f in figures[n]]
+        for j, c in enumerate(cells[:i]):
+            for o in c.get('outputs', []):
+                text = ''.join(o.get('text', '')) + ''.join((o.get('data') or {}).get('text/plain', ''))
+                if all(p.search(text) for p in pats): found.append((n, j))
+    return found
+
+def test_no_stored_output_above_a_question_holds_its_answer():
+    """No predict-then-run exercise is answered above it: no stored output before its question holds all the figures
+    its answer names. Every such exercise has its figures listed, and a planted copy of them is found"""
+    import copy
+    for nb in LESSONS:
+        cells = _cells(nb)
+        asked, figures = sorted(n for _, n in _predict_questions(cells)), ANSWER_FIGURES[nb.stem]
+        assert sorted(figures) == asked, f'{nb.name}: predict-then-run exercises {asked}, figures for {sorted(figures)}'
+        found = _answers_above(cells, figures)
+        assert not found, f'{nb.name}: the answers of exercises {found} (exercise, cell) stand in an output above them'
+        planted = copy.deepcopy(cells)   # the test can fail: the first exercise's figures, printed by a first cell
+        first = next(c for c in planted if c['cell_type'] == 'code')
+        first['outputs'] = [dict(output_type='stream', name='stdout', text=[' '.join(figures[asked[0]])])]
+        assert (asked[0], planted.index(first)) in _answers_above(planted, figures), nb.name
 
 def test_no_stored_output_shows_an_impossible_mfu():
     "A stored MFU of 0.0% or over 100% means a wrong peak or uncounted FLOPs: re-run the notebook after fixing it"

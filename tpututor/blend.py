@@ -263,8 +263,10 @@ def blend_runs(
 # %% ../nbs/10a_blend.ipynb #7df735ca
 def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
                 ids=None, t0:float|None=None)->dict: # summary.json
-    "The blend's folder: oof.npy, test.npy, blend.json, predictions.csv (submission.csv), summary.json"
+    """The blend's folder: oof.npy, test.npy, blend.json, predictions.csv (submission.csv), then summary.json, the
+    marker: each file whole, and a folder without summary.json a blend that was stopped (rerun it)"""
     out = res.out; out.mkdir(parents=True, exist_ok=True)
+    (out/'summary.json').unlink(missing_ok=True)   # an earlier blend's files are being replaced
     save_array(out/'oof.npy', oof.astype(np.float32))
     written = []
     if res.test is not None:

@@ -12,6 +12,7 @@ from typing import Union
 import numpy as np
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .flops import train_flops
+from .budget import parse_duration
 from .tasks import TASKS, PAIR_TASKS, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
@@ -65,6 +66,9 @@ class TrainConfig:
     lora:int=0
     # devices one copy of the weights is sharded over: a (data x model) mesh (1: data parallel only; keras on JAX)
     model_parallel:int=1
+    # a time budget for the run, from the process's start ($TPUTUTOR_SESSION_START where set): 8h30m, 90m, 45s, 1.5h
+    # or seconds; a fold that cannot finish in it is left for the same command's next run (None: no limit)
+    time_limit:str|None=None
 
     def __post_init__(self): check_fields(self)   # every field checked when built
 
@@ -136,10 +140,12 @@ def check_fields(
     need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
     need(self.eval_batch_size is None or self.eval_batch_size >= 1,
          f"eval_batch_size={self.eval_batch_size} must be >= 1")
+    if self.time_limit is not None: parse_duration(self.time_limit)   # a form it cannot read names those it reads
     need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
 
 # %% ../nbs/04_config.ipynb #eff27e86
-KEEPING = ('save_minutes', 'save_steps')   # fields that say how a run is kept, not what it computes: not in run.json
+# fields that say how a session runs and keeps a run, not what it computes: not in run.json
+KEEPING = ('time_limit', 'save_minutes', 'save_steps')
 
 # %% ../nbs/04_config.ipynb #79e0440f
 # settings only some backends act on (`Backend.options`), with the value that turns each off

@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/kfold.html.md"""
 
 # %% ../nbs/10_kfold.ipynb #ed04d24c
 from __future__ import annotations
-import contextlib, gc, hashlib, shutil, time
+import contextlib, gc, hashlib, os, shutil, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -18,13 +18,16 @@ from .backends.base import History
 from .flops import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold, FoldState)
+from .budget import (Budget, parse_duration, fmt_duration, budget_start, plan_estimate, decide, TRAIN, REFUSE,
+                             SESSION_START)
 from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_METRIC
 from .models.checkpoint import checkpoint_hash
 
 # %% auto #0
 __all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'run_meta', 'memory_mb', 'KFoldResult', 'keep_model',
            'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold',
-           'fold_record', 'fold_line', 'fold_row', 'quiet', 'run_folds', 'finish_run', 'run_kfold', 'plot_run']
+           'fold_record', 'fold_line', 'fold_row', 'quiet', 'fold_starts', 'run_folds', 'time_budget', 'finish_run',
+           'run_kfold', 'plot_run']
 
 # %% ../nbs/10_kfold.ipynb #bf862145
 def fingerprint(data:Inputs, y=None)->str:
@@ -68,9 +71,10 @@ def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Input
              texts=None, ids=None, test_texts=None)->dict: # run.json
     """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
     `run_fingerprint`"""
-    # how often a fold saves its state is no part of what the run is
-    return {'config': {k: v for k, v in asdict(cfg).items() if k not in KEEPING}, 'folds': folds,
-            'fold_kind': fold_kind,
+    # a time budget is the session's, not the run's: the next session resumes the run with its own; nor is how often a
+    # fold saves its state (`KEEPING`)
+    config = {k: v for k, v in asdict(cfg).items() if k not in KEEPING}
+    return {'config': config, 'folds': folds, 'fold_kind': fold_kind,
             'backend': backend, 'data': fingerprint(train, yt),
             'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
             'fingerprint': run_fingerprint(n_rows(train), yt, fold, texts, ids, test_texts,
@@ -97,6 +101,8 @@ class KFoldResult:
     resumed: list = field(default_factory=list) # folds loaded from an earlier run instead of trained
     # rows whose text is also in another fold (`fold_leaks`), when over `LEAK_SHARE`; with the score of the other rows
     leak: dict|None = None
+    # the folds finished when the time limit stopped the run before the others: a partial ensemble (None: all ran)
+    partial: dict|None = None
 
 # %% ../nbs/10_kfold.ipynb #f5b2cf63
 def keep_model(
@@ -259,15 +265,28 @@ def quiet(backend, verbose:bool):
     finally:
         if old is not None: backend.verbose = old
 
+# %% ../nbs/10_kfold.ipynb #60ab5857
+def fold_starts(backend, out:Path, budget:Budget, i:int, records:list, floor=None, verbose:bool=True)->bool:
+    """Does fold `i` start within `budget` (`decide`)? The run's process 0 decides and logs, every host follows; a
+    budget too short for one fold is refused"""
+    main, trained = backend.is_main, any(r.get('trained_here') for r in records)
+    kind, why = decide(budget, i, records, trained, floor) if main else (TRAIN, None)
+    kind = backend.agree(kind)
+    if kind == REFUSE: raise ValueError(why or 'process 0 refused the time limit: its output says why')
+    if main and why: log(out, why, verbose)
+    return kind == TRAIN
+
 # %% ../nbs/10_kfold.ipynb #ab40d9aa
 def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
-              fold, todo, out:Path, stats=None, verbose:bool=True)->tuple:
-    """Train (or load, when finished earlier) each fold of `todo`: (oof, test predictions per fold, fold rows,
-    resumed folds)"""
+              fold, todo, out:Path, stats=None, verbose:bool=True,
+              budget:Budget|None=None, floor:float|None=None)->tuple:
+    """Train (or load, when finished earlier) each fold of `todo` while `budget` (`decide`, from `floor` before a fold
+    has finished) lets it: (oof, test predictions per fold, fold rows, resumed folds, folds finished)"""
     # a multi-host run: process 0 alone reads and writes the run directory
     main = backend.is_main
     agree = backend.agree     # ... and tells the other hosts which folds are done
-    n, oof, tests, scores, resumed = n_rows(train), None, [], [], []
+    n, oof, tests, scores, resumed, finished, stop = n_rows(train), None, [], [], [], [], False
+    records = [read_json(out/f'fold{i}'/'done.json') for i in todo if budget and main and fold_done(out/f'fold{i}')]
     for i in todo:
         fd, va = out/f'fold{i}', np.flatnonzero(fold == i)
         if agree(bool(main and fold_done(fd))):
@@ -275,6 +294,7 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
             done, p_va, p_te = load_fold(fd, len(va), test is not None)
             resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
         else:
+            if stop or budget and (stop := not fold_starts(backend, out, budget, i, records, floor, verbose)): continue
             if main and fd.exists():   # a fold killed half-way: start it again (a resumable backend: from its state)
                 keep = {'state'} if getattr(backend, 'resumable', False) else set()
                 for f in fd.iterdir():
@@ -287,26 +307,53 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
             done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
             save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
             shutil.rmtree(fd/'state', ignore_errors=True)   # the fold is done: its in-fold state goes
+            records.append({**done, 'trained_here': True})
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
-        oof[va] = p_va
+        oof[va] = p_va; finished.append(i)
         if p_te is not None: tests.append(p_te)
         scores.append(fold_row(i, done, bool(stats)))
-    return oof, tests, scores, resumed
+    return oof, tests, scores, resumed, finished
+
+# %% ../nbs/10_kfold.ipynb #86ef8767
+def time_budget(backend, cfg:TrainConfig, fold, test:Inputs|None, started=None, out=None,
+                verbose:bool=True)->tuple: # (`Budget` or None, a lower bound of a fold's seconds or None)
+    """The run's time budget (`cfg.time_limit` from `started`, default `budget_start`), said in the log of `out`, and
+    the TPU plan's lower bound of a fold's time where the device is a known TPU"""
+    if cfg.time_limit is None: return None, None
+    b = Budget(parse_duration(cfg.time_limit), budget_start() if started is None else started)
+    try:
+        from tpututor.devices.ops import device_kind
+        kind = device_kind(backend.framework) if backend.framework else ''
+    except (ImportError, RuntimeError, ValueError, KeyError): kind = ''   # no device to ask: no plan
+    big = int(np.bincount(fold).max())
+    floor = plan_estimate(cfg, kind, len(fold) - big, big + (0 if test is None else n_rows(test)), backend.replicas())
+    since = f"${SESSION_START}" if started is None and SESSION_START in os.environ else 'the process started'
+    if out is not None:
+        log(out, f"time limit {fmt_duration(b.limit)} since {since}: {fmt_duration(max(0, b.left()))} left", verbose)
+    return b, floor
 
 # %% ../nbs/10_kfold.ipynb #8a051169
 def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list,
-               resumed:list, verbose:bool=True, leak:dict|None=None)->KFoldResult:
-    "The out-of-fold score of the folds run, the averaged test predictions, and the run directory's files"
-    covered = np.isin(fold, list(todo))
+               resumed:list, verbose:bool=True, leak:dict|None=None, finished=None)->KFoldResult:
+    """The out-of-fold score of the folds `finished` (default: all of `todo`), the averaged test predictions, and the
+    run directory's files; fewer finished than `todo` is a partial ensemble, said so"""
+    finished = list(todo) if finished is None else list(finished)
+    covered = np.isin(fold, finished)
     overall = score(cfg.task, None if yt is None else yt[covered], oof[covered])
     test_mean = np.mean(tests, axis=0) if tests else None
     save_array(out/'oof.npy', oof)
     if test_mean is not None: save_array(out/'test.npy', test_mean)
     leak = leak_score(cfg.task, yt, oof, covered, leak, out, verbose)
-    write_json(out/'metrics.json', {'overall': overall, 'folds': scores, **({'leak': leak} if leak else {})})
+    left = [i for i in todo if i not in finished]
+    partial = None if not left else {
+        'folds_done': finished, 'folds': len(todo), 'left': left,
+        'text': f"partial ensemble of {len(finished)} of {len(todo)} folds: the time limit left folds {left} "
+                f"untrained; rerun the same command (in a new session, on the run directory) to finish them"}
+    write_json(out/'metrics.json', {'overall': overall, 'folds': scores, **({'leak': leak} if leak else {}),
+                                    **({'partial': partial} if partial else {})})
     plot_run(out)
-    log(out, f"out-of-fold {overall}", verbose)
-    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed, leak)
+    log(out, f"out-of-fold {overall}" + (f" ({partial['text']})" if partial else ''), verbose)
+    return KFoldResult(oof, test_mean, fold, scores, overall, out, resumed, leak, partial)
 
 # %% ../nbs/10_kfold.ipynb #064acc8e
 def run_kfold(
@@ -329,6 +376,7 @@ def run_kfold(
     test_texts=None,         # the test texts, for the fingerprint
     ids=None,                # an id per training row (a CSV's id column), for the fingerprint
     classes=None,            # class names in class-id order, kept in predict.json: predictions come back in them
+    started:float|None=None, # when `cfg.time_limit` counts from, in Unix seconds (default: `budget_start`)
 )->KFoldResult|None:         # None in the other processes of a multi-host run (process 0 has the result)
     "Train one fresh model per fold, predict out-of-fold and test rows, and keep everything in `out`"
     out = Path(out)
@@ -355,9 +403,11 @@ def run_kfold(
     # a backend that counts its compiles (JAX, torch_xla, torch.compile): a reading of them
     stats = backend.compile_stats if backend.compile_stats() is not None else None
     if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
+    budget, floor = time_budget(backend, cfg, fold, test, started, out if main else None, verbose)
     with quiet(backend, verbose):
-        oof, tests, scores, resumed = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose)
-    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak) if main else None
+        oof, tests, scores, resumed, done = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose,
+                                                      budget, floor)
+    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak, done) if main else None
 
 # %% ../nbs/10_kfold.ipynb #1be090d0
 def plot_run(out)->Path:

@@ -157,7 +157,8 @@ def compiled_for(
     progs = t['programs']
     big = max(progs, key=lambda p: p['total'])
     shapes = ', '.join(f"{p['kind']} {p['rows']} x {p['length']}" for p in progs)
-    lines = [f"Compiled for TPU {t['accelerator']} by libtpu {t['libtpu']} (JAX {t['jax']}) on a CPU on "
+    traced = f", traced by torch_xla {t['torch_xla']}" if t.get('torch_xla') else ''
+    lines = [f"Compiled for TPU {t['accelerator']} by libtpu {t['libtpu']} (JAX {t['jax']}{traced}) on a CPU on "
              f"{entry['date']}; not run on a TPU.",
              f"{len(progs)} programs (global rows x tokens):", f"  {shapes}.",
              f"The largest needs {big['total'] / MiB:,.0f} MiB of a device's {big['hbm'] / MiB:,.0f} MiB "
@@ -165,6 +166,7 @@ def compiled_for(
     if t.get('job_s'):
         step = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
         lines.append(f"Roofline (the least it can take): {step['roofline_s'] * 1e3:.1f} ms a training step of "
-                     f"{step['rows']} x {step['length']}; {t['folds']} folds x {t['steps_per_fold']} steps and "
-                     f"their predictions: {t['job_s'] / 60:.1f} min.")
+                     f"{step['rows']} x {step['length']}; " + (f"{t['folds']} folds x {t['steps_per_fold']} steps and "
+                     f"their predictions" if t['folds'] > 1 else f"one training of {t['steps_per_fold']} steps and "
+                     f"its predictions") + f": {t['job_s'] / 60:.1f} min.")
     return '\n'.join(lines)

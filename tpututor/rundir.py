@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/rundir.html.md"""
 
 # %% ../nbs/05_rundir.ipynb #88d3c272
 from __future__ import annotations
-import json, os, shutil, tempfile, time
+import glob, json, os, shutil, tempfile, time
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
@@ -21,13 +21,27 @@ class RunDirError(RuntimeError):
     "The run directory is unusable: corrupted, or from a different configuration"
 
 # %% ../nbs/05_rundir.ipynb #aa23a42a
+def _alive(pid:int)->bool:
+    "Is process `pid` running (on this machine)?"
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass   # someone else's
+    return True
+
+def _sweep(path:Path):
+    "Remove the temporary files of `path` left by writers that died mid-write (a SIGKILL, a machine stopped)"
+    for t in path.parent.glob(f'.{glob.escape(path.name)}.*.tmp'):
+        pid = t.name[len(path.name) + 2:].split('.', 1)[0]
+        if pid.isdigit() and not _alive(int(pid)): t.unlink(missing_ok=True)
+
 def atomic_write(
     path,    # the file to (re)write
     write,   # f(temporary_path) that writes the whole file there
 )->Path:     # `path`
-    "Write a file through a temporary file in the same folder and an atomic rename: whole or absent, never half"
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp'); os.close(fd)
+    """Write a file through a temporary file in the same folder and an atomic rename: whole or absent, never half; the
+    temporary files of earlier writers of `path` that were killed are removed"""
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True); _sweep(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.{os.getpid()}.', suffix='.tmp'); os.close(fd)
     try: write(tmp); os.replace(tmp, path)
     finally:
         if os.path.exists(tmp): os.unlink(tmp)

@@ -122,7 +122,9 @@ test_close(t.summary(seconds=2.0)['mfu'], 3 * train_flops(model_dims(cfg), 8 * 3
 test_eq((u5e, u6e), (0.5, 0.125))
 
 # %% after 4e643420
-assert 1 < r < 1.5
+vals = list(same_tokens.values())
+test_eq(vals, sorted(vals, reverse=True))   # the answer: longer sequences, at the same tokens, lower the intensity
+test_eq([round(v) for v in vals], [302, 264, 186])
 
 # %% after tpulay01
 assert chip is not None, 'libtpu is installed here (./run.sh test installs the tpu extra): the cell must compile'
@@ -136,3 +138,25 @@ test_eq(b16.memory_analysis().argument_size_in_bytes, 136 * 256 * 2)
 # %% after tpulay03
 test_eq(mm.cost_analysis()['flops'], 2 * 129**3)
 assert ' convolution(' in mm.as_text()
+
+# %% after c0ecd5db
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('hops')
+def manhattan(a, b, shape, generation):
+    return sum(abs(x - y) for x, y in zip(a, b))
+def every_axis_a_ring(a, b, shape, generation):
+    total = 0
+    for x, y, n in zip(a, b, shape): total += min(abs(x - y), n - abs(x - y))
+    return total
+def cube_rule_everywhere(a, b, shape, generation):
+    return sum(min(abs(x - y), n - abs(x - y)) if n % 4 == 0 else abs(x - y) for x, y, n in zip(a, b, shape))
+def the_long_way(a, b, shape, generation):
+    ring = lambda n: n == 16 if generation in ('v5e', 'v6e') else n % 4 == 0
+    return sum(n - abs(x - y) if ring(n) and x != y else abs(x - y) for x, y, n in zip(a, b, shape))
+def longest_axis(a, b, shape, generation):
+    return max(abs(x - y) for x, y in zip(a, b))
+for fn, says in ((manhattan, 'That is a Manhattan distance'), (every_axis_a_ring, 'wraparound on every axis'),
+                 (cube_rule_everywhere, 'the v4 and v5p rule (a multiple of 4 chips) on a v5e or v6e'),
+                 (the_long_way, 'always the other way round a ring'), (longest_axis, 'the longest axis alone')):
+    test_eq(ex.catches(fn, says), True)
+test_eq((ex.answer((0, 0), (15, 15), (16, 16), 'v5e'), ex.answer((0, 0), (7, 7), (8, 8), 'v5e')), (2, 14))

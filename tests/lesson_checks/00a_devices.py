@@ -44,3 +44,27 @@ assert (v4.devices, v4.hbm_gb_per_device) == (4, 32)
 
 # %% after 99270eb0
 assert outcome['virtual_tpu'].startswith('refused') and (tpu_present() or outcome['virtual_jax'].startswith('refused'))
+
+# %% after 58362ce6
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('device_layout')
+def number_in_name(accelerator, hbm_per_chip):
+    generation, number = accelerator.rsplit('-', 1)
+    return int(number), hbm_per_chip[generation]
+def halve_all(accelerator, hbm_per_chip):
+    generation, number = accelerator.rsplit('-', 1)
+    return int(number) // 2, hbm_per_chip[generation]
+def only_v4_megacore(accelerator, hbm_per_chip):
+    generation, number = accelerator.rsplit('-', 1)
+    return (int(number) // 2 if generation == 'v4' else int(number)), hbm_per_chip[generation]
+def chip_memory_each(accelerator, hbm_per_chip):
+    generation, number = accelerator.rsplit('-', 1)
+    return (int(number) // 2 if generation in ('v4', 'v5p') else int(number)), hbm_per_chip[generation]
+for fn, says in ((number_in_name, 'That is the number in the name'),
+                 (halve_all, 'halving the number on every generation'),
+                 (only_v4_megacore, 'v5p counted like v5e'), (chip_memory_each, "a whole chip's memory each")):
+    test_eq(ex.catches(fn, says), True)
+layouts = [ex.answer(a, HBM_PER_CHIP) for a in ('v4-8', 'v3-8', 'v7x-8', 'v5litepod-8')]
+test_eq(layouts, [(4, 32), (8, 16.0), (8, 96.0), (8, 16)])
+table = tpu_table().set_index('accelerator')   # the TPU lesson's table agrees
+test_eq(layouts, [(table.loc[a].devices, table.loc[a].hbm_gb_per_device) for a in ('v4-8', 'v3-8', 'v7x-8', 'v5e-8')])

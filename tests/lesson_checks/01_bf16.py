@@ -157,3 +157,25 @@ test_eq((float(to_bf16(1 - 2**-9)), float(to_bf16(1 - 2**-9 - 2**-20))), (1.0, 1
 
 # %% after 974bb8f3
 assert 0 < h < 2.0**-14 and relative_error(h, 3e-5) < relative_error(bf, 3e-5) <= 2**-8   # a subnormal, and closer
+
+# %% after 1b00a2de
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('stochastic_bf16')
+bf = ml_dtypes.bfloat16
+def nearest(x, rng): return np.asarray(x, np.float32).astype(bf)
+def truncate(x, rng):
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return (u >> 16).astype(np.uint16).view(bf)
+def coin_toss(x, rng):
+    u = np.asarray(x, np.float32).view(np.uint32)
+    up = rng.random(u.shape) < 0.5
+    return ((u >> 16) + up).astype(np.uint16).view(bf)
+def nan_carries(x, rng):
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + rng.integers(0, 1 << 16, u.shape, dtype=np.uint64)) >> 16).astype(np.uint16).view(bf)
+def float32_out(x, rng):
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + rng.integers(0, 1 << 16, u.shape, dtype=np.uint64)) >> 16) << 16).astype(np.uint32).view(np.float32)
+for fn, says in ((nearest, 'that is round-to-nearest'), (truncate, 'that is truncation'), (coin_toss, 'a coin toss'),
+                 (nan_carries, 'a NaN must stay a NaN'), (float32_out, 'not bfloat16')):
+    test_eq(ex.catches(fn, says), True)

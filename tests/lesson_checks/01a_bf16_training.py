@@ -78,3 +78,29 @@ test_eq(float(w), 4.0)
 # %% after 3727010c
 test_eq([bool(update_lost(100.0, u)) for u in (0.1, 0.25, 0.3, 1.0)], [True, True, False, False])
 test_eq(float(round_to(100 + float(round_to(0.3, 'bf16')), 'bf16')), 100.5)
+
+# %% after 6de5d914
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('bf16_sum')
+bf = ml_dtypes.bfloat16
+def plain(xs):
+    total = bf(0)
+    for x in xs: total = bf(total + x)
+    return total
+def wide(xs):
+    total = np.float32(0)
+    for x in xs: total += x
+    return bf(total)
+def python_float(xs): return bf(sum(float(x) for x in xs))
+def wrong_sign(xs):
+    total, lost = bf(0), bf(0)
+    for x in xs:
+        y = bf(x + lost)                  # the loss added back with the wrong sign
+        t = bf(total + y)
+        lost = bf(bf(t - total) - y)
+        total = t
+    return total
+for fn, says in ((plain, 'that is the plain bfloat16 sum'),
+                 (wide, 'a wider accumulator is what the exercise replaces'), (python_float, 'left bfloat16'),
+                 (wrong_sign, 'the correction must be subtracted from the next number')):
+    test_eq(ex.catches(fn, says), True)

@@ -71,7 +71,7 @@ test_eq((c1.n, c2.n), (1, 0))
 test_eq(per_batch, [1, 1, 0, 1, 0])
 
 # %% after 214ff864
-test_eq(list(lr_compiles.values()), [1, 0, 0, 1])
+test_eq(list(lr_compiles.values()), [1, 0, 0, 0])   # a rate in a tensor: 0.0 and 1.0 are data too
 
 # %% after tpustep2
 ops = entry(tpu_step.as_text())
@@ -81,3 +81,27 @@ grads = [i for i, (_, op, _, what, mm) in enumerate(ops) if mm and what.startswi
 updates = [i for i, (_, _, _, what, _) in enumerate(ops) if what == 'sub']
 assert grads and updates and max(grads) < ar < min(updates), ops   # after the gradients, before the update
 test_eq(sum(mm for *_, mm in ops) >= 4, True)   # forward and backward matmuls
+
+# %% after c01f9c85
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('pack')
+def one_each(lengths, max_len): return [[i] for i in range(len(lengths))]
+def next_fit(lengths, max_len):
+    rows, free = [], 0
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if lengths[i] > free: rows.append([]); free = max_len
+        rows[-1].append(i); free -= lengths[i]
+    return rows
+def in_order(lengths, max_len):
+    rows, room = [], []
+    for i, n in enumerate(lengths):
+        for r in range(len(rows)):
+            if n <= room[r]: rows[r].append(i); room[r] -= n; break
+        else: rows.append([i]); room.append(max_len - n)
+    return rows
+def overfull(lengths, max_len): return [list(range(len(lengths)))]
+def drops_the_last(lengths, max_len): return in_order(lengths[:-1], max_len)
+for fn, says in ((one_each, 'one row per text packs nothing'), (next_fit, 'that is next fit'),
+                 (in_order, 'that is first fit in the given order'), (overfull, 'more than 64'),
+                 (drops_the_last, 'every text index must be in exactly one row')):
+    test_eq(ex.catches(fn, says), True)

@@ -92,3 +92,24 @@ assert 'aten::mm, xla_shape=f32[6,4]' in outcomes[2] and 'aten::mm, xla_shape=f3
 test_eq((in_eager['EagerOpExecuteTime'], in_eager['CompileTime']), (4, 0))
 test_eq((first['CompileTime'], first['ExecuteTime'], first['EagerOpExecuteTime']), (1, 1, 0))
 test_eq((second['CompileTime'], second['ExecuteTime']), (0, 1))
+
+# %% after b1b7dad5
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('pad_batch')
+def padded(x, rows, dtype=None, device=None, top=False):
+    pad = torch.zeros((rows - len(x), *x.shape[1:]), dtype=dtype or x.dtype, device=device or x.device)
+    return (torch.cat([pad, x]) if top else torch.cat([x, pad])), torch.arange(rows, device=device or x.device) < len(x)
+def largest(x, buckets): return padded(x, max(buckets))
+def first_given(x, buckets): return padded(x, next(b for b in buckets if b >= len(x)))
+def smallest(buckets, n): return min(b for b in buckets if b >= n)
+def float_zeros(x, buckets):
+    rows = smallest(buckets, len(x))
+    return torch.cat([x, torch.zeros(rows - len(x), *x.shape[1:])]), torch.arange(rows) < len(x)
+def on_the_cpu(x, buckets): return padded(x, smallest(buckets, len(x)), device='cpu')
+def on_top(x, buckets): return padded(x, smallest(buckets, len(x)), top=True)
+def no_refusal(x, buckets): return padded(x, min([b for b in buckets if b >= len(x)] or [len(x)]))   # too big: unpadded
+for fn, says in ((largest, 'the largest bucket; take the smallest'),
+                 (first_given, 'the first bucket in the order given'),
+                 (float_zeros, "keep the batch's dtype"), (on_the_cpu, 'make the zeros on x'),
+                 (on_top, 'the padding went on top'), (no_refusal, 'must raise a ValueError')):
+    test_eq(ex.catches(fn, says), True)

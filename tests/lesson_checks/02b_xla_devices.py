@@ -60,3 +60,25 @@ import torch_xla.runtime as xr; test_eq(xr.is_spmd(), False)
 
 # %% after 1047a6a9
 test_eq((m.dtype, s.dtype, p.dtype), (torch.bfloat16, torch.float32, torch.float32))
+
+# %% after 43c44304
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('shard_rows')
+def ceil_div(n, d): return -(-n // d)
+def every_device_splits(n_rows, mesh):
+    devices = mesh[0] * mesh[1]; size = ceil_div(n_rows, devices)
+    return [(min(d * size, n_rows), min((d + 1) * size, n_rows)) for d in range(devices)]
+def column_by_column(n_rows, mesh):
+    data, model = mesh; size = ceil_div(n_rows, data)
+    return [(min(d % data * size, n_rows), min((d % data + 1) * size, n_rows)) for d in range(data * model)]
+def like_array_split(n_rows, mesh):
+    data, model = mesh
+    return [(d // model * n_rows // data, (d // model + 1) * n_rows // data) for d in range(data * model)]
+def unclipped(n_rows, mesh):
+    data, model = mesh; size = ceil_div(n_rows, data)
+    return [(d // model * size, (d // model + 1) * size) for d in range(data * model)]
+for fn, says in ((every_device_splits, 'the second axis copies each shard'), (column_by_column, 'column by column'),
+                 (like_array_split, "numpy's array_split"), (unclipped, 'shards reaching past the batch')):
+    test_eq(ex.catches(fn, says), True)
+ends = np.cumsum(res['rows12']).tolist()   # the rows each device held, as measured above
+test_eq(ex.answer(12, (8, 1)), list(zip([0] + ends[:-1], ends)))

@@ -112,10 +112,32 @@ test_eq(datasheet_peak('TPU v3'), 123e12 / 2)            # a v3 chip is two JAX 
 test_eq(datasheet_peak('cpu'), None)
 
 # %% after f6cd99e3
-test_eq(compiles, len({a.shape for a in xs_ex}))
+test_eq(compiles, 2)   # one program per sharding: split, replicated; the third call reuses the first
 
 # %% after 1a8c8775
 test_eq(({s.data.shape for s in a.addressable_shards}, len(regions(a))), ({(4, 4)}, 8))
 
 # %% after 2dcb3a7b
 test_eq(holders, [1, 5])
+
+# %% after dd53b644
+# wrong answers a learner would write, each told what it got wrong on its first try (the general hint on the second)
+ex = exercise('clip_norm')
+def global_norm(grads): return jnp.sqrt(sum(jnp.sum(g ** 2) for g in grads.values()))
+def python_if(grads, max_norm):
+    norm = global_norm(grads)
+    if norm > max_norm: return {k: g * (max_norm / norm) for k, g in grads.items()}
+    return grads
+def each_its_own(grads, max_norm):
+    return {k: g * jnp.minimum(1.0, max_norm / jnp.linalg.norm(g)) for k, g in grads.items()}
+def no_square_root(grads, max_norm):
+    sq = sum(jnp.sum(g ** 2) for g in grads.values())
+    return {k: g * jnp.minimum(1.0, max_norm / sq) for k, g in grads.items()}
+def always_to_max(grads, max_norm):
+    return {k: g * (max_norm / global_norm(grads)) for k, g in grads.items()}
+def as_a_list(grads, max_norm):
+    return [g * jnp.minimum(1.0, max_norm / global_norm(grads)) for g in grads.values()]
+for fn, says in ((python_if, 'a Python `if` on a traced value'), (each_its_own, 'each array clipped by its own norm'),
+                 (no_square_root, 'without its square root'), (always_to_max, 'scaled when the norm'),
+                 (as_a_list, 'return a dict with the same keys')):
+    test_eq(ex.catches(fn, says), True)

@@ -183,6 +183,52 @@ class add_const_docs:
             self.nb.cells[cell.idx_ + 1:cell.idx_ + 1] = new
         for i, c in enumerate(self.nb.cells): c.idx_ = i
 
+def _defined(src):
+    "The public names a cell of code defines at its top level, and its classes' members (`Layout.bias`), as nbdev names them"
+    import ast
+    try: tree = ast.parse(src)
+    except SyntaxError: return []
+    out = []
+    for s in tree.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): out.append(s.name)
+        if isinstance(s, ast.ClassDef):
+            out += [f'{s.name}.{m.name}' for m in s.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and not m.name.startswith('_')]
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, ast.AnnAssign) else []
+        out += [e.id for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]) if isinstance(e, ast.Name)]
+    return [n for n in out if not n.startswith('_')]
+
+def _is_imports(src):
+    "Is `src` (a cell's code) imports only?"
+    import ast
+    try: tree = ast.parse(src)
+    except SyntaxError: return False
+    imp = lambda s: isinstance(s, (ast.Import, ast.ImportFrom)) or isinstance(s, ast.If) and all(map(imp, s.body + s.orelse))
+    return all(map(imp, tree.body))   # `if TYPE_CHECKING: import pandas` too
+
+class lesson_code:
+    """A lesson's page shows the code it exports as code, like the rest of the lesson, and adds no API block for it (nbdev
+    would hide the code behind an API entry): before each exported cell that defines something, an anchor for each name
+    (nbdev's API links, `bf16.html#round_to`, land on the code that defines it). Exported imports and `#| exporti` cells
+    stay hidden; an explicit `show_doc(name)` cell is the one API block a lesson shows (for a function it builds step by step)"""
+    def __init__(self, nb): self.nb = nb
+    def begin(self):
+        from fastcore.nbio import mk_cell
+        cells, seen = [], set()
+        for c in self.nb.cells:
+            d = getattr(c, 'directives_', None) or {}
+            if c.cell_type == 'code' and 'export' in d and 'hide' not in d and not _is_imports(c.source):
+                ids = [n.lower() for n in _defined(c.source) if n.lower() not in seen]
+                seen.update(ids)
+                if ids:
+                    a = mk_cell(''.join(f'<span class="tt-def" id="{i}"></span>' for i in ids), 'markdown')
+                    a.metadata['tags'] = ['tt-anchor']
+                    cells.append(a)
+                c.directives_.pop('export')          # so rm_export keeps its code (the directive lines are gone already)
+            cells.append(c)
+        self.nb.cells = cells
+        for i, c in enumerate(self.nb.cells): c.idx_ = i
+
 _re_pandoc_link = re.compile(r'\[([^\]]+)\]\(([^)\s]+)\)\{([^}]*)\}')
 def _html_links(md):
     "Quarto's `[text](url){target=...}` links (nbdev writes them) as plain HTML links"
@@ -253,7 +299,9 @@ def _for_renderer(nb, meta):
             if opts.get('echo') == 'false':
                 mds = [o['data']['text/markdown'] for o in c.get('outputs', []) if 'text/markdown' in (o.get('data') or {})]
                 if mds and len(mds) == len(c.outputs):                          # show_doc: API entry as page text
-                    cells.append(mk_cell('\n\n'.join(mds), 'markdown')); continue
+                    md = '\n\n'.join(mds)
+                    if meta.get('lesson'): md = re.sub(r'^#{1,3} ', '#### ', md, flags=re.M)   # a lesson's contents: its sections
+                    cells.append(mk_cell(md, 'markdown')); continue
                 c.metadata.setdefault('tags', []).append('hide-input')
             if not c.source and not c.get('outputs'): continue
         cells.append(c)
@@ -282,8 +330,10 @@ def process_one(src, dst):
     cfg = get_config()
     exp = _default_exp(nb)
     module = f'{cfg.lib_name}.{exp}' if exp else None
-    procs = []
+    lesson = section(src)[0] == 'Lessons'
+    procs = [lesson_code] if lesson else []
     for p in FilterDefaults().procs():
+        if lesson and p is add_show_docs: continue       # a lesson shows its code; API blocks only where it calls show_doc
         procs.append(_show_doc_proc(module) if p is exec_show_docs else p)
         if p is add_show_docs: procs.append(add_const_docs)
     NBProcessor(nb=nb, procs=procs, rm_directives='quarto', process=True)
@@ -295,7 +345,7 @@ def process_one(src, dst):
     # install cell, the first tutorial from the home page, none elsewhere
     opens = (rel if has_install_cell(json.loads(src.read_text())) else
              HOME_OPENS if rel == 'index.ipynb' and (NBS / HOME_OPENS).exists() else '')
-    meta = dict(title=fm.get('title', src.stem), description=fm.get('description', ''), module=module,
+    meta = dict(title=fm.get('title', src.stem), description=fm.get('description', ''), module=module, lesson=lesson,
                 page=out.with_suffix('.ipynb').as_posix(), source=rel, opens=opens,
                 colab=f'https://colab.research.google.com/github/{repo}/blob/{cfg.branch}/{NBS.name}/{opens}',
                 kaggle=f'https://kaggle.com/kernels/welcome?src=https://github.com/{repo}/blob/{cfg.branch}/{NBS.name}/{opens}')

@@ -5,6 +5,7 @@
 - Links that nbdev writes to the published site (`https://tpututor.github.io/tpututor/data.html#encode`)
   become relative links, so the site works wherever it is served.
 - Links nbdev writes to private functions (`tf.html#_fit_loop`) become plain code: those have no API entry.
+- A lesson's anchors for the names its code defines (build.py's `lesson_code`) give way to a heading of the same id.
 - Notebook pages get heading ids the way Quarto/pandoc makes them (`data.html#rotten_tomatoes`,
   `bf16.html#layout.bias`: the anchors nbdev's API links use) and a table of contents built from the
   headings actually on the page.
@@ -58,6 +59,9 @@ def _headings(content, max_level):
 # a link nbdev made to a private function (`_epoch`): it has no API entry to land on, so it stays code, unlinked
 _re_private_link = re.compile(r'<a href="[^"#]*#_[^"]*">(<code>[^<]*</code>)</a>')
 
+_re_def = re.compile(r'<span class="tt-def" id="([^"]+)"></span>')
+_re_id = re.compile(r'<h[1-6][^>]*\sid="([^"]+)"')
+
 def on_page_content(html, page, config, files):
     rel = _rel_root(page)
     html = _re_private_link.sub(r'\1', html)
@@ -72,4 +76,6 @@ def on_page_content(html, page, config, files):
     if page.file.src_path.endswith('.ipynb'):
         html, tokens = _headings(html, 3)
         page.toc = get_toc(tokens)
+        ids = set(_re_id.findall(html))   # a lesson's anchor for a name its code defines, where a heading has that id: one id
+        html = _re_def.sub(lambda m: '' if m[1] in ids else m[0], html)
     return html

@@ -311,6 +311,7 @@ def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what su
     s = {'data': job.data_name, 'model': cfg.model, 'backend': args.backend,
          'devices': backend.describe(), 'folds': args.folds, 'oof': res.score,
          'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
+    if res.partial: s['partial'] = res.partial   # the time limit stopped it: the ensemble of the folds finished
     if any('compiles' in f for f in res.fold_scores): s['compiles'] = compile_summary(res.fold_scores)
     # texts in more than one fold: the score it inflates
     if res.leak: s['leak'] = {k: v for k, v in res.leak.items() if k != 'leaked'}
@@ -377,12 +378,15 @@ def print_summary(s:dict, task:str):
     print(f"\n== {s['data']} | model {s['model']} | backend {s['backend']}"
           + (f" ({s['devices']})" if s.get('devices') else '') + f" | {s['folds']} folds"
           + (f" | folds {s['resumed_folds']} resumed from an earlier run" if s['resumed_folds'] else ''))
+    if 'partial' in s: print(f"PARTIAL: {s['partial']['text']}")
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(
         f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
     if 'leak' in s: print(leak_line(s['leak'], key))
     if 'held_out' in s:
-        print(f"held-out (fold ensemble) {key}: {s['held_out'][key]:.4f}   " + '  '.join(
+        ens = (f"ensemble of {len(s['partial']['folds_done'])} of {s['folds']} folds" if 'partial' in s
+               else 'fold ensemble')
+        print(f"held-out ({ens}) {key}: {s['held_out'][key]:.4f}   " + '  '.join(
             f'{k} {v:.4f}' for k, v in s['held_out'].items() if k != key))
     speed = rows.get('examples_per_s', pd.Series(dtype=float)).dropna()
     if len(speed):
@@ -394,5 +398,6 @@ def print_summary(s:dict, task:str):
         hits = f", {c['first_cache_hits']} from cache" if c['first_cache_hits'] else ''
         print(f"compiles: {c['first_fold']} in the first fold ({c['first_seconds']:.1f}s{hits}), "
               f"{c['after_first_fold']} after it ({c['after_seconds']:.1f}s)")
-    for p in s.get('written', []): print(f"predictions: {p}")
+    part = f" (a partial ensemble of {len(s['partial']['folds_done'])} of {s['folds']} folds)" if 'partial' in s else ''
+    for p in s.get('written', []): print(f"predictions: {p}{part}")
     print(f"time {s['seconds']:.0f}s")

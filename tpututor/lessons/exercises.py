@@ -54,47 +54,78 @@ class Answer:
                 f"</details>")
 
 # %% ../../nbs/12b_exercises.ipynb #89b01463
+_NOT_YET = ('no `return` yet', 'not a function')   # a problem that is not a wrong answer: nothing written yet
+
 class Exercise:
     "A code exercise: the learner's function, run on `cases`, against the worked `answer`"
     def __init__(self,
                  name:str,            # the function's name, as the lesson asks for it
                  answer,              # the worked answer: a function
                  cases=(),            # argument tuples to call both with
-                 hint:str='',         # what to think about when a case goes wrong
+                 hint:str='',         # the general hint, shown from the second wrong try on
                  why:str='',          # shown under the worked answer
                  tol:float=1e-6,      # how close floats must be
                  judge=None,          # instead of `cases`: judge(fn) -> None when right, else what is wrong
+                 mistakes=(),         # (function making a known mistake, what that mistake is): named when matched
                 ):
         self.name, self.answer, self.cases, self.hint, self.why, self.tol, self.judge = (
             name, answer, list(cases), hint, why, tol, judge)
+        self.mistakes, self.tries = list(mistakes), 0   # `tries`: wrong answers checked so far
 
     def _call(self, args)->str:
         return f"{self.name}({', '.join(_show(a, 40) for a in args)})"
 
+    def _run(self, fn, args):
+        "fn's result on `args` (copied), or the exception it raised"
+        try: return fn(*copy.deepcopy(args))
+        except Exception as e: return e
+
+    def _agrees(self, fn, mistake, args)->bool:
+        "Does `fn` give what `mistake` gives on `args`?"
+        got, bad = self._run(fn, args), self._run(mistake, args)
+        if isinstance(got, Exception) or isinstance(bad, Exception):
+            return isinstance(got, Exception) and type(got) is type(bad)
+        return _same(got, bad, self.tol)
+
+    def mistake(self, fn, failed=None)->str|None:
+        "The known mistake `fn` makes: one it agrees with on every case, else on the case it failed"
+        cases = [a if isinstance(a, tuple) else (a,) for a in self.cases]
+        for every in (True, False):
+            for bad, what in self.mistakes:
+                if every and all(self._agrees(fn, bad, a) for a in cases): return what
+                if not every and failed is not None and self._agrees(fn, bad, failed): return what
+        return None
+
     def problem(self, fn)->str|None:
-        "What is wrong with `fn` (the first case it gets wrong, in words), or None"
+        "What is wrong with `fn` (the first case it gets wrong, in words, naming the mistake it looks like), or None"
         if not callable(fn): return f"{self.name} is {_show(fn)}, not a function: define it with `def {self.name}(...)`"
         if self.judge is not None:
             try: return self.judge(fn)
             except Exception as e: return f"{self.name} raised {type(e).__name__}: {e}"
         for args in self.cases:
             args = args if isinstance(args, tuple) else (args,)
-            want = self.answer(*copy.deepcopy(args))
-            try: got = fn(*copy.deepcopy(args))
-            except Exception as e: return f"{self._call(args)} raised {type(e).__name__}: {e}"
+            want, got = self.answer(*copy.deepcopy(args)), self._run(fn, args)
             if got is None: return f"{self._call(args)} returned None: the body has no `return` yet"
-            if not _same(got, want, self.tol):
-                return f"{self._call(args)} returned {_show(got)}; expected {_show(want)}"
+            if isinstance(got, Exception) or not _same(got, want, self.tol):
+                said = (f"raised {type(got).__name__}: {got}" if isinstance(got, Exception)
+                        else f"returned {_show(got)}; expected {_show(want)}")
+                what = self.mistake(fn, args)
+                return f"{self._call(args)} {said}" + (f". That is {what}." if what else '')
         return None
 
     def check(self, fn)->Checked:
-        "Run `fn` as the exercise asks; say what is wrong, with the hint, or that it is right"
+        """Run `fn` as the exercise asks; say what is wrong, or that it is right. The first wrong try gets what the
+        answer got wrong; from the second on, the general hint too"""
         p = self.problem(fn)
         if p is None:
+            self.tries = 0
             n = f"on {len(self.cases)} cases" if self.cases else 'on every check'
             return Checked(True, f"✓ {self.name}: right {n}")
-        return Checked(False, textwrap.fill(f"✗ {p}", 110, subsequent_indent='  ') + '\n'
-                       + textwrap.fill(f"Hint: {self.hint}", 110, initial_indent='  ', subsequent_indent='  '))
+        if not any(s in p for s in _NOT_YET): self.tries += 1
+        more = (f"Hint: {self.hint}" if self.tries >= 2 else
+                "Try again; a general hint comes with the next wrong try." if self.tries == 1 else '')
+        return Checked(False, textwrap.fill(f"✗ {p}", 110, subsequent_indent='  ') +
+                       ('\n' + textwrap.fill(more, 110, initial_indent='  ', subsequent_indent='  ') if more else ''))
 
     def solution(self)->Answer:
         "The worked answer, folded; it is checked first, so what is shown is right"
@@ -104,23 +135,68 @@ class Exercise:
         src = src.replace(f"def {self.answer.__name__}(", f"def {self.name}(", 1)
         return Answer(src.rstrip(), self.why)
 
+    def catches(self, fn, says:str)->bool:
+        """True when `fn`, a wrong answer, is refused with `says` in what its first try is told and the general hint is
+        kept for its second try (what a test of an exercise asks); else an AssertionError showing both messages"""
+        self.tries = 0
+        first, second = repr(self.check(fn)), repr(self.check(fn))
+        self.tries = 0
+        if says in ' '.join(first.split()) and first.startswith('✗') and 'Hint:' not in first and 'Hint:' in second:
+            return True
+        raise AssertionError(f"{self.name}: a wrong answer should be told {says!r} on its first try:\n"
+                             f"{first}\n{second}")
+
 # %% ../../nbs/12b_exercises.ipynb #39fff836
 # ---- 00_tpu: hops between the chips of a slice
-def _hops(a, b, shape, wrap):
-    "ICI hops between the chips at coordinates `a` and `b` of a slice of `shape`; `wrap`: each axis is a ring"
-    hops = 0
+def _hops(a, b, shape, generation):
+    "The fewest ICI hops from the chip at `a` to the chip at `b` on a slice of `shape` of TPU `generation`"
+    total = 0
     for x, y, n in zip(a, b, shape):
         d = abs(x - y)
-        hops += min(d, n - d) if wrap else d      # on a ring, the shorter way round
-    return hops
+        ring = n == 16 if generation in ('v5e', 'v6e') else n % 4 == 0   # v4, v5p: a multiple of a cube's 4
+        total += min(d, n - d) if ring else d        # a ring can also be gone round the other way
+    return total
+
+_HOPS_MISTAKES = [
+    (lambda a, b, shape, g: sum(abs(x - y) for x, y in zip(a, b)),
+     "a Manhattan distance: it never uses a wraparound link, so no message goes the other way round a ring"),
+    (lambda a, b, shape, g: sum(min(abs(x - y), n - abs(x - y)) for x, y, n in zip(a, b, shape)),
+     "wraparound on every axis: only an axis that spans the whole pod (16 chips on v5e and v6e) or, on v4 and "
+     "v5p, a multiple of 4 chips links its last chip back to its first"),
+    (lambda a, b, shape, g: sum(min(abs(x - y), n - abs(x - y)) if n % 4 == 0 else abs(x - y)
+                                for x, y, n in zip(a, b, shape)),
+     "the v4 and v5p rule (a multiple of 4 chips) on a v5e or v6e, where only a 16-chip axis wraps"),
+    (lambda a, b, shape, g: sum(n - abs(x - y) if abs(x - y) and (n == 16 if g in ('v5e', 'v6e') else n % 4 == 0)
+                                else abs(x - y) for x, y, n in zip(a, b, shape)),
+     "always the other way round a ring: of the two ways, take the shorter"),
+    (lambda a, b, shape, g: max(abs(x - y) for x, y in zip(a, b)),
+     "the longest axis alone: a hop moves along one axis, so the axes' hops add up"),
+]
 
 # %% ../../nbs/12b_exercises.ipynb #46c2786b
-# ---- 00a_devices: the devices JAX shows on an accelerator type
-def _device_count(accelerator):
-    "How many devices JAX shows on a Cloud TPU accelerator type such as 'v4-8' or 'v5litepod-16'"
+# ---- 00a_devices: the devices JAX shows on an accelerator type, and the memory of each
+def _device_layout(accelerator, hbm_per_chip):
+    "(devices JAX shows on `accelerator`, such as 'v4-8' or 'v5litepod-16', GiB of HBM each), from each chip's GiB"
     generation, number = accelerator.rsplit('-', 1)
-    if generation in ('v4', 'v5p'): return int(number) // 2   # the number counts TensorCores, two to a megacore device
-    return int(number)     # v2, v3: TensorCores, each a device; v5e ('v5litepod') and v6e: chips of one TensorCore
+    number = int(number)
+    if generation in ('v4', 'v5p'):              # the number counts TensorCores; two to a chip, one megacore device
+        return number // 2, hbm_per_chip[generation]
+    if generation in ('v2', 'v3', 'v7x'):        # the number counts TensorCores, each a device with half the chip
+        return number, hbm_per_chip[generation] / 2
+    return number, hbm_per_chip[generation]     # v5e ('v5litepod') and v6e: the number counts chips of one core
+
+_HBM = {'v2': 16, 'v3': 32, 'v4': 32, 'v5p': 95, 'v5litepod': 16, 'v6e': 32, 'v7x': 192}   # GiB per chip
+_DEVICE_MISTAKES = [
+    (lambda acc, hbm: (int(acc.rsplit('-', 1)[1]), hbm[acc.rsplit('-', 1)[0]]),
+     "the number in the name, taken as devices: it counts TensorCores on v2, v3, v4, v5p and v7x and chips on v5e "
+     "and v6e, and a device is a TensorCore, a megacore chip or a chip"),
+    (lambda acc, hbm: (int(acc.rsplit('-', 1)[1]) // 2, hbm[acc.rsplit('-', 1)[0]]),
+     "halving the number on every generation: only v4 and v5p join a chip's two TensorCores into one device"),
+    (lambda acc, hbm: (int(acc.rsplit('-', 1)[1]) // (2 if acc.startswith('v4') else 1), hbm[acc.rsplit('-', 1)[0]]),
+     "v5p counted like v5e: v5p is v4's successor, two TensorCores a chip as one megacore device"),
+    (lambda acc, hbm: (_device_layout(acc, hbm)[0], hbm[acc.rsplit('-', 1)[0]]),
+     "the right devices with a whole chip's memory each: on v2, v3 and v7x a chip is two devices, each with half"),
+]
 
 # %% ../../nbs/12b_exercises.ipynb #08aa6794
 # ---- 01_bf16: stochastic rounding
@@ -137,7 +213,7 @@ def _bits_to_f32(u:int)->float: return float(np.array(u, np.uint32).view(np.floa
 
 def _judge_stochastic(fn):
     rng = np.random.default_rng(0)
-    for x in (1 + 2**-10, 1 + 3 * 2**-9, -2.5 - 2**-9, 300.7, 1.0):
+    for x in (1 + 3 * 2**-9, 1 + 2**-10, -2.5 - 2**-9, 300.7, 1.0):   # the first rounds up to nearest
         n, x32 = 40_000, float(np.float32(x))
         got = fn(np.full(n, x32, np.float32), rng)
         if got is None: return 'stochastic_bf16 returned None: the body has no `return` yet'
@@ -151,6 +227,17 @@ def _judge_stochastic(fn):
         if not vals <= allowed:
             return f"rounding {x32!r} gave {sorted(vals)[:4]}: only {sorted(allowed)} may come out"
         mean, gap = float(got.astype(np.float64).mean()), abs(up - down)
+        nearest, p_up = float(np.float32(x32).astype(ml_dtypes.bfloat16)), (u & 0xFFFF) / 2**16
+        if len(allowed) == 2 and vals == {nearest}:
+            return (f"every rounding of {x32!r} gave {nearest!r}, the nearest bfloat16: that is round-to-nearest, "
+                    f"not stochastic; it must go up (to {up!r}) with a chance of {p_up:.3f}")
+        if len(allowed) == 2 and vals == {down}:
+            return (f"every rounding of {x32!r} went down to {down!r}: that is truncation (the low 16 bits dropped); "
+                    f"it must go up with a chance of {p_up:.3f}, how far {x32!r} is along the gap")
+        share = float((got.astype(np.float64) == up).mean())
+        if len(allowed) == 2 and abs(share - 0.5) < 0.02 and abs(p_up - 0.5) > 0.1:
+            return (f"{x32!r} went up in {share:.0%} of the roundings: a coin toss; up must come with a chance equal "
+                    f"to how far it is along the gap, {p_up:.3f}")
         if abs(mean - x32) > 6 * gap / 2 / n ** 0.5:
             return (f"the mean of {n:,} roundings of {x32!r} is {mean!r}, {abs(mean - x32):.2g} away: "
                     f"more than chance allows")
@@ -166,7 +253,6 @@ def _judge_stochastic(fn):
                     ("a NaN must stay a NaN (a carry out of its payload reaches the exponent: treat NaN apart, as "
                      "to_bf16 does)" if nan else "an infinity must stay itself"))
     return None
-
 
 # %% ../../nbs/12b_exercises.ipynb #296abbfe
 # ---- 01a_bf16_training: a compensated sum in bfloat16
@@ -240,10 +326,12 @@ def _judge_bf16_sum(fn):
         # a right answer is within one bfloat16 rounding of the exact sum, plus what the compensation cannot catch
         if abs(float(got) - exact) > 2 * 2.0 ** -8 * abs(exact) + 0.05:
             naive = float(np.cumsum(xs, dtype=bf)[-1])
-            return (f"the sum of {name} came out {float(got):.4g}; exact {exact:.4g} "
-                    f"(the plain bfloat16 sum gives {naive:.4g})")
+            if float(got) == naive:
+                return (f"the sum of {name} came out {float(got):.4g}, exact {exact:.4g}: that is the plain bfloat16 "
+                        f"sum, where nothing carries what each addition drops")
+            return (f"the sum of {name} came out {float(got):.4g}; exact {exact:.4g} (the plain bfloat16 sum "
+                    f"gives {naive:.4g}): the correction must be subtracted from the next number")
     return None
-
 
 # %% ../../nbs/12b_exercises.ipynb #56ed4662
 # ---- 02_xla: texts packed into rows
@@ -254,6 +342,23 @@ def _pack(lengths, max_len):
         for r, free in enumerate(room):
             if lengths[i] <= free: rows[r].append(i); room[r] -= lengths[i]; break
         else: rows.append([i]); room.append(max_len - lengths[i])
+    return rows
+
+def _pack_in_order(lengths, max_len):
+    "First fit in the given order (no sorting): a learner's first packer"
+    rows, room = [], []
+    for i, n in enumerate(lengths):
+        r = next((r for r, free in enumerate(room) if n <= free), None)
+        if r is None: rows.append([i]); room.append(max_len - n)
+        else: rows[r].append(i); room[r] -= n
+    return rows
+
+def _next_fit(lengths, max_len)->int:
+    "Rows next fit needs, texts in the order given: a text goes in the newest row or opens a new one"
+    rows, free = 0, 0
+    for n in lengths:
+        if n > free: rows, free = rows + 1, max_len
+        free -= n
     return rows
 
 def _judge_pack(fn):
@@ -270,14 +375,24 @@ def _judge_pack(fn):
         over = [r for r in rows if sum(lengths[i] for i in r) > max_len]
         if over: return f"{call}: a row holds {sum(lengths[i] for i in over[0])} tokens, more than {max_len}"
         best = len(_pack(lengths, max_len))
-        if len(rows) > best: return f"{call} used {len(rows)} rows; first fit, longest first, needs {best}"
+        if len(rows) > best:
+            said = f"{call} used {len(rows)} rows; first fit, longest first, needs {best}"
+            if len(rows) == len(lengths): return said + ": one row per text packs nothing"
+            if len(rows) in (_next_fit(lengths, max_len), _next_fit(sorted(lengths)[::-1], max_len)):
+                return said + ": that is next fit (only the newest row is tried); try every open row"
+            if len(rows) == len(_pack_in_order(lengths, max_len)):
+                return said + ": that is first fit in the given order; place the longest texts first"
+            return said
     return None
 
 # %% ../../nbs/12b_exercises.ipynb #31078ffd
-# ---- 02a_xla_watch: a ragged last batch, padded
-def _pad_batch(x, rows):
-    "`x` with zero rows added up to `rows`, and a boolean mask of its real rows"
+# ---- 02a_xla_watch: a ragged batch, padded to its bucket
+def _pad_batch(x, buckets):
+    "`x` with zero rows added up to the smallest of `buckets` that holds it, and a boolean mask of its real rows"
     import torch
+    fits = [b for b in sorted(buckets) if b >= x.shape[0]]
+    if not fits: raise ValueError(f"a batch of {x.shape[0]} rows fits no bucket of {sorted(buckets)}")
+    rows = fits[0]                           # the smallest that holds it: the least padding
     pad = torch.zeros((rows - x.shape[0], *x.shape[1:]), dtype=x.dtype, device=x.device)   # on x's device
     return torch.cat([x, pad]), torch.arange(rows, device=x.device) < x.shape[0]
 
@@ -292,109 +407,181 @@ def _other_devices()->list:
 
 def _judge_pad_batch(fn):
     import torch
-    for x, rows in ((torch.arange(12.0).reshape(3, 4), 8), (torch.ones(8, 2), 8),
-                    (torch.arange(10).reshape(5, 2), 6), (torch.arange(24.0).reshape(2, 3, 4), 4)):
-        call = f"pad_batch({_show(x, 40)}, {rows})"
-        got = fn(x.clone(), rows)
+    for x, buckets in ((torch.arange(12.0).reshape(3, 4), (4, 8, 16)), (torch.ones(8, 2), (4, 8, 16)),
+                       (torch.arange(10).reshape(5, 2), (8, 4, 16, 6)), (torch.arange(24.0).reshape(2, 3, 4), (4, 8))):
+        call = f"pad_batch({_show(x, 40)}, {buckets})"
+        got = fn(x.clone(), buckets)
         if got is None: return f"{call} returned None: the body has no `return` yet"
         if not (isinstance(got, tuple) and len(got) == 2): return f"{call} returned {_show(got)}: return (padded, mask)"
         padded, mask = got
-        want_p, want_m = _pad_batch(x, rows)
+        want_p, want_m = _pad_batch(x, buckets)
         if not isinstance(padded, torch.Tensor): return f"{call}: padded is {_show(padded)}, not a tensor"
         if tuple(padded.shape) != tuple(want_p.shape):
-            return f"{call}: padded has shape {tuple(padded.shape)}; expected {tuple(want_p.shape)}"
+            n, big = padded.shape[0], max(buckets)
+            why = (": the largest bucket; take the smallest that holds the batch" if n == big and n != want_p.shape[0]
+                   else ": the first bucket in the order given that holds it; the buckets come in any order"
+                   if n == next((b for b in buckets if b >= len(x)), None) else '')
+            return f"{call}: padded has shape {tuple(padded.shape)}; expected {tuple(want_p.shape)}{why}"
         if padded.dtype != x.dtype: return f"{call}: padded is {padded.dtype}; keep the batch's dtype, {x.dtype}"
-        if not torch.equal(padded, want_p): return f"{call}: padded is {_show(padded)}; expected {_show(want_p)}"
+        if not torch.equal(padded, want_p):
+            top = torch.equal(padded[-len(x):], x)
+            return (f"{call}: padded is {_show(padded)}; expected {_show(want_p)}" +
+                    (": the padding went on top; the real rows come first, the mask says so" if top else ''))
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or not torch.equal(mask, want_m):
-            return f"{call}: mask is {_show(mask)}; expected {_show(want_m)}"
+            return f"{call}: mask is {_show(mask)}; expected {_show(want_m)}, a boolean tensor"
+    try: fn(torch.ones(20, 2), (4, 8, 16))
+    except ValueError: pass
+    except Exception as e:
+        return f"pad_batch(20 rows, (4, 8, 16)) raised {type(e).__name__}; raise a ValueError that says why"
+    else: return "pad_batch(20 rows, (4, 8, 16)) returned: a batch no bucket holds must raise a ValueError that says so"
     for dev in _other_devices():   # a batch on an accelerator: the padding and the mask must be made there too
         x = torch.arange(12.0).reshape(3, 4).to(dev)
-        call = f"pad_batch(a (3, 4) batch on {x.device}, 8)"
-        try: padded, mask = fn(x, 8)
+        call = f"pad_batch(a (3, 4) batch on {x.device}, (8,))"
+        try: padded, mask = fn(x, (8,))
         except RuntimeError as e:
             return f"{call} raised RuntimeError: {str(e).splitlines()[0]} (make the zeros on x's device)"
         for what, t, shape in (('padded', padded, (8, 4)), ('mask', mask, (8,))):
             if not isinstance(t, torch.Tensor) or t.device != x.device or tuple(t.shape) != shape:
                 where = t.device if isinstance(t, torch.Tensor) else type(t).__name__
                 return f"{call}: {what} is on {where}, expected {x.device} with shape {shape}: make it on x's device"
-        if x.device.type != 'meta' and not (torch.equal(padded.cpu(), _pad_batch(x.cpu(), 8)[0])
+        if x.device.type != 'meta' and not (torch.equal(padded.cpu(), _pad_batch(x.cpu(), (8,))[0])
                                            and torch.equal(mask.cpu(), torch.arange(8) < 3)):
             return f"{call}: padded or mask differ from the CPU's"
     return None
 
-
 # %% ../../nbs/12b_exercises.ipynb #59dd37b9
 # ---- 02b_xla_devices: which rows each device holds
-def _shard_rows(n_rows, devices):
-    "The (start, stop) rows each device holds when a batch is split along its first dimension"
-    size = -(-n_rows // devices)          # XLA gives every device a shard of the same size, the last ones padded
-    return [(min(d * size, n_rows), min((d + 1) * size, n_rows)) for d in range(devices)]
+def _shard_rows(n_rows, mesh):
+    "The (start, stop) rows each device holds: a batch split along the first axis of `mesh`, copied along the second"
+    data, model = mesh
+    size = -(-n_rows // data)      # XLA gives every shard the same size, ceil(n_rows / data), the last ones padded
+    held = []
+    for d in range(data * model):
+        k = d // model             # the devices go row by row: device d is in row d // model, which holds shard k
+        held.append((min(k * size, n_rows), min((k + 1) * size, n_rows)))
+    return held
+
+_SHARD_MISTAKES = [
+    (lambda n, mesh: _shard_rows(n, (mesh[0] * mesh[1], 1)),
+     "the batch split over all data x model devices: the second axis copies each shard, it does not split it"),
+    (lambda n, mesh: [next((min(k * -(-n // mesh[0]), n), min((k + 1) * -(-n // mesh[0]), n))
+                           for k in [d % mesh[0]]) for d in range(mesh[0] * mesh[1])],
+     "the devices numbered column by column: they go row by row, device d in row d // model"),
+    (lambda n, mesh: [(d // mesh[1] * n // mesh[0], (d // mesh[1] + 1) * n // mesh[0])
+                      for d in range(mesh[0] * mesh[1])],
+     "shards as numpy's array_split cuts them (sizes differing by one): XLA gives every shard ceil(n_rows / data) "
+     "rows and pads the last"),
+    (lambda n, mesh: [(d // mesh[1] * -(-n // mesh[0]), (d // mesh[1] + 1) * -(-n // mesh[0]))
+                      for d in range(mesh[0] * mesh[1])],
+     "shards reaching past the batch: clip both ends to n_rows (a device past the end holds (n_rows, n_rows))"),
+]
 
 # %% ../../nbs/12b_exercises.ipynb #ca6af0fa
-# ---- 03_frameworks: an import order that does not abort
+# ---- 03_frameworks: an import order that does not abort, in a process that may have imported some already
 _TF_LOADERS = ('tensorflow', 'tf_keras', 'keras_hub')   # modules that load TensorFlow where it is installed
 
-def _import_order(modules):
-    "`modules` in an order that imports them all in one process"
+def _import_order(modules, loaded=()):
+    "`modules` not yet in `loaded` (already imported) in an order that does not abort; ValueError when none exists"
     loads_tf = ('tensorflow', 'tf_keras', 'keras_hub')     # each loads TensorFlow where it is installed
-    return sorted(modules, key=lambda m: m in loads_tf)    # torch_xla before anything that loads TensorFlow
+    if 'torch_xla' in modules and 'torch_xla' not in loaded and any(m in loads_tf for m in loaded):
+        raise ValueError('TensorFlow is already loaded: torch_xla cannot be imported now; restart the process')
+    todo = [m for m in modules if m not in loaded]
+    return sorted(todo, key=lambda m: m in loads_tf)      # torch_xla before anything that loads TensorFlow
 
 def _judge_import_order(fn):
-    for mods in (['tensorflow', 'torch_xla'], ['jax', 'tensorflow', 'torch_xla'], ['keras_hub', 'jax', 'torch_xla'],
-                 ['torch_xla', 'jax'], ['tf_keras', 'torch', 'torch_xla', 'jax'], ['tensorflow', 'jax']):
-        got = fn(list(mods))
-        call = f"import_order({mods})"
+    for mods, loaded in ((['tensorflow', 'torch_xla'], ()), (['jax', 'tensorflow', 'torch_xla'], ()),
+                         (['keras_hub', 'jax', 'torch_xla'], ()), (['torch_xla', 'jax'], ()),
+                         (['tf_keras', 'torch', 'torch_xla', 'jax'], ()), (['tensorflow', 'jax'], ()),
+                         (['jax', 'tensorflow', 'torch_xla'], ('jax',)), (['keras_hub', 'torch_xla'], ('torch_xla',)),
+                         (['tensorflow', 'torch_xla', 'jax'], ('torch', 'torch_xla'))):
+        call = f"import_order({mods}, loaded={loaded})"
+        try: got = fn(list(mods), tuple(loaded))
+        except ValueError as e: return f"{call} raised ValueError ({e}): an order exists, torch_xla first"
         if got is None: return f"{call} returned None: the body has no `return` yet"
-        if sorted(got) != sorted(mods): return f"{call} returned {got}: not the same modules"
+        want = sorted(m for m in mods if m not in loaded)
+        if any(m in loaded for m in got): return f"{call} returned {got}: {loaded} are imported already; leave them out"
+        if sorted(got) != want: return f"{call} returned {got}: not the same modules, {want}"
         if 'torch_xla' in got and any(got.index(m) < got.index('torch_xla') for m in got if m in _TF_LOADERS):
-            return f"{call} returned {got}: this process would abort at `import torch_xla`"
+            first = next(m for m in got if m in _TF_LOADERS)
+            why = (f": {first} loads TensorFlow too" if first != 'tensorflow' else
+                   ": alphabetical order puts tensorflow first" if got == sorted(got) else '')
+            return f"{call} returned {got}: this process would abort at `import torch_xla`{why}"
+    for mods, loaded in ((['torch_xla'], ('tensorflow',)), (['jax', 'torch_xla'], ('keras_hub', 'jax'))):
+        call = f"import_order({mods}, loaded={loaded})"
+        try: got = fn(list(mods), tuple(loaded))
+        except ValueError: continue
+        return (f"{call} returned {got}: {loaded[0]} has loaded TensorFlow already, so no order can import torch_xla "
+                f"now; raise a ValueError that says to restart the process")
     return None
 
-
 # %% ../../nbs/12b_exercises.ipynb #6a5e1de6
-# ---- 03a_jax: a branch on a traced value
-def _clip_mean(x, limit):
-    "`x` scaled down so that its mean is at most `limit`; runs under `jax.jit` with `limit` an array argument"
-    import jax.numpy as jnp
-    m = x.mean()
-    return jnp.where(m > limit, x * (limit / m), x)   # both branches computed, one chosen: no Python `if`
+# ---- 03a_jax: a branch on a traced value, over a tree of arrays
+def _clip_norm(grads, max_norm):
+    "`grads` (a dict of arrays) scaled down so that their global norm is at most `max_norm`; runs under `jax.jit`"
+    import jax, jax.numpy as jnp
+    norm = jnp.sqrt(sum(jnp.sum(g.astype(jnp.float32) ** 2) for g in jax.tree.leaves(grads)))   # all of them together
+    scale = jnp.where(norm > max_norm, max_norm / norm, 1.0)    # no Python `if`: both computed, one chosen
+    return jax.tree.map(lambda g: (g * scale).astype(g.dtype), grads)
 
-def _judge_clip_mean(fn):
+def _judge_clip_norm(fn):
     import jax, jax.numpy as jnp
     f, rng = jax.jit(fn), np.random.default_rng(3)
-    for limit in (0.5, 2.0, 1.0):
-        x = jnp.asarray(rng.random(16, dtype=np.float32) * 3)
-        want = np.asarray(x) * (limit / float(x.mean())) if float(x.mean()) > limit else np.asarray(x)
-        try: got = f(x, jnp.float32(limit))
+    grads = {'w': jnp.asarray(rng.normal(size=(4, 3)), jnp.float32),
+             'b': jnp.asarray(rng.normal(size=3) * 3, jnp.float32)}
+    total = float(np.sqrt(sum(float((np.asarray(g) ** 2).sum()) for g in grads.values())))
+    each = {k: float(np.linalg.norm(np.asarray(g))) for k, g in grads.items()}
+    for max_norm in (0.5 * total, 2.0 * total, 0.9 * min(each.values())):
+        want = {k: np.asarray(g) * min(1.0, max_norm / total) for k, g in grads.items()}
+        call = f"jax.jit(clip_norm)(grads, {max_norm:.3g})"
+        try: got = f(grads, jnp.float32(max_norm))
         except Exception as e:
-            return f"jax.jit(clip_mean)(x, {limit}) raised {type(e).__name__}: {str(e).splitlines()[0]}"
-        if got is None: return 'clip_mean returned None: the body has no `return` yet'
-        if not _same(got, want, 1e-5): return f"clip_mean(x, {limit}) returned {_show(got)}; expected {_show(want)}"
+            first = str(e).splitlines()[0]
+            why = (": a Python `if` on a traced value; choose with jnp.where (or jax.lax.cond)"
+                   if 'Tracer' in type(e).__name__ or 'Tracer' in first else '')
+            return f"{call} raised {type(e).__name__}: {first[:90]}{why}"
+        if got is None: return 'clip_norm returned None: the body has no `return` yet'
+        if not isinstance(got, dict) or sorted(got) != sorted(grads):
+            return f"{call} returned {_show(got)}: return a dict with the same keys (jax.tree.map keeps the structure)"
+        if all(_same(got[k], want[k], 1e-5) for k in grads): continue
+        norm = float(np.sqrt(sum(float((np.asarray(g, np.float64) ** 2).sum()) for g in got.values())))
+        own = all(_same(got[k], np.asarray(grads[k]) * min(1.0, max_norm / each[k]), 1e-5) for k in grads)
+        sq = all(_same(got[k], np.asarray(grads[k]) * min(1.0, max_norm / total ** 2), 1e-5) for k in grads)
+        why = (": each array clipped by its own norm; clipping scales all of them by one factor, from their global norm"
+               if own else ": the norm without its square root (the sum of squares)" if sq else
+               f": scaled when the norm ({total:.3g}) is already below {max_norm:.3g}; leave them as they are"
+               if max_norm > total and abs(norm - max_norm) < 1e-3 * max_norm else '')
+        return f"{call}: the result's global norm is {norm:.4g}; expected {min(total, max_norm):.4g}{why}"
     return None
 
 # %% ../../nbs/12b_exercises.ipynb #3cd46090
 EXERCISES = {e.name: e for e in [
     Exercise('hops', _hops,
-             cases=[((0, 0), (3, 0), (4, 4), False), ((0, 0), (3, 0), (4, 4), True), ((1, 1), (1, 1), (4, 2), False),
-                    ((0, 0), (15, 15), (16, 16), False), ((0, 0), (15, 15), (16, 16), True),
-                    ((0, 0, 0), (2, 3, 1), (4, 4, 4), True), ((3, 0, 1), (0, 3, 3), (4, 4, 4), False)],
-             hint="Count each axis on its own and add the axes up. Without wraparound the hops along an axis are "
-                  "|a - b|; with it the axis is a ring of n chips, so a message can also go the other way, n - |a - b| "
-                  "hops: take the shorter.",
-             why="Opposite corners of a 16 x 16 slice are 30 hops apart without wraparound and 2 with it: a shorter "
-                 "path for one message. A collective such as an all-reduce is bound by bandwidth, not hops (each chip "
-                 "passes data only to its neighbours); what wraparound buys it is a ring whose links carry data both "
-                 "ways at once, and without it such a collective takes about twice as long (the scaling book)."),
-    Exercise('device_count', _device_count,
-             cases=['v2-8', 'v3-32', 'v4-8', 'v4-32', 'v5p-8', 'v5litepod-8', 'v5litepod-16', 'v6e-4', 'v6e-256'],
-             hint="The number after the dash counts TensorCores on v2, v3, v4 and v5p and chips on v5e and v6e. A "
-                  "device is a TensorCore on v2 and v3, a chip (two TensorCores as one megacore) on v4 and v5p, and a "
-                  "chip of one TensorCore on v5e and v6e.",
-             why="Only v4 and v5p halve the number in the name; code that assumes 8 devices breaks on a v4-8."),
+             cases=[((0, 0), (15, 15), (16, 16), 'v5e'), ((0, 0), (7, 7), (8, 8), 'v5e'),
+                    ((0, 0), (3, 0), (4, 4), 'v6e'), ((1, 0), (14, 0), (16, 16), 'v6e'),
+                    ((1, 1), (1, 1), (4, 2), 'v5e'), ((0, 0, 0), (3, 3, 3), (4, 4, 4), 'v4'),
+                    ((0, 0, 0), (1, 1, 5), (2, 2, 8), 'v5p'), ((0, 0, 0), (0, 1, 2), (4, 4, 4), 'v4'),
+                    ((0,), (5,), (6,), 'v4'), ((0, 0), (15, 15), (16, 16), 'v4')],
+             mistakes=_HOPS_MISTAKES,
+             hint="Count each axis on its own and add the axes up. An axis is a ring when it has its wraparound link "
+                  "(16 chips on v5e and v6e, a multiple of 4 on v4 and v5p); then a message may go either way, |a - b| "
+                  "or n - |a - b| hops: take the shorter. Without the link it is |a - b|.",
+             why="Opposite corners of a 16 x 16 v5e slice are 2 hops apart, of an 8 x 8 one 14: a shorter path for one "
+                 "message. A collective such as an all-reduce is bound by bandwidth, not hops (each chip passes data "
+                 "only to its neighbours); what wraparound buys it is a ring whose links carry data both ways at once, "
+                 "and without it such a collective takes about twice as long (the scaling book)."),
+    Exercise('device_layout', _device_layout,
+             cases=[(a, _HBM) for a in ('v2-8', 'v3-32', 'v4-8', 'v4-32', 'v5p-8', 'v5litepod-8', 'v5litepod-16',
+                                        'v6e-4', 'v6e-256', 'v7x-8')],
+             mistakes=_DEVICE_MISTAKES,
+             hint="Split the name at its last dash. The number counts TensorCores on v2, v3, v4, v5p and v7x and chips "
+                  "on v5e and v6e. A device is a TensorCore on v2, v3 and v7x (two to a chip, half its memory each), a "
+                  "chip (two TensorCores as one megacore) on v4 and v5p, and a chip of one TensorCore on v5e and v6e.",
+             why="Only v4 and v5p halve the number in the name; code that assumes 8 devices breaks on a v4-8, and "
+                 "memory per device halves where a chip is two devices."),
     Exercise('stochastic_bf16', _stochastic_bf16, judge=_judge_stochastic,
              hint="Work on the float32 bits, as `to_bf16` does: add a random number drawn uniformly from 0 to 2^16 - 1 "
                   "to the bits (as uint64, for the carry), then drop the low 16. A carry into the kept half rounds up, "
-                  "and it comes with a chance equal to the dropped part's share of the gap.",
+                  "and it comes with a chance equal to the dropped part's share of the gap. Keep NaN apart.",
              why="An update too small to move a bfloat16 weight by rounding to nearest moves it now and then, by the "
                  "right amount on average: how bfloat16-only optimisers keep small updates."),
     Exercise('bf16_sum', _bf16_sum, judge=_judge_bf16_sum,
@@ -409,25 +596,33 @@ EXERCISES = {e.name: e for e in [
              why="Long texts first leaves the short ones to fill the gaps. The library packs by best fit (the row "
                  "with the least room that still holds the text), about as good; either way one static shape."),
     Exercise('pad_batch', _pad_batch, judge=_judge_pad_batch,
-             hint="Make a tensor of zeros with rows - len(x) rows and the rest of x's shape and dtype, and put it "
-                  "under x (torch.cat). The mask is True for the first len(x) rows: torch.arange(rows) < len(x).",
-             why="Every batch now has the same shape, so the step compiles once; the mask keeps the padded rows out "
-                 "of the loss (multiply the per-row losses by it and divide by its sum)."),
+             hint="Take the smallest bucket that holds len(x) rows (sort them; none: raise ValueError). Make "
+                  "zeros with the missing rows and the rest of x's shape, dtype and device, put them under x "
+                  "(torch.cat); the mask is torch.arange(rows, device=x.device) < len(x).",
+             why="Every batch now has one of a few shapes, so the step compiles once per bucket; the mask keeps the "
+                 "padded rows out of the loss (multiply the per-row losses by it and divide by its sum)."),
     Exercise('shard_rows', _shard_rows,
-             cases=[(16, 8), (12, 8), (20, 8), (8, 8), (3, 4), (64, 16)],
-             hint="XLA cuts the first dimension into equal shards of ceil(n_rows / devices) rows (-(-n // d) in "
-                  "Python); device d starts at d times that, and no shard reaches past n_rows: clip both ends.",
-             why="12 rows on 8 devices: shards of 2, so devices 6 and 7 hold nothing but padding, as measured above."),
+             cases=[(16, (8, 1)), (12, (8, 1)), (16, (4, 2)), (12, (4, 2)), (3, (2, 2)), (20, (8, 1)), (64, (2, 8)),
+                    (5, (1, 4))],
+             mistakes=_SHARD_MISTAKES,
+             hint="The first mesh axis cuts the rows into equal shards of ceil(n_rows / data) rows (-(-n // d) in "
+                  "Python), the last ones clipped to n_rows; the devices go row by row, so device d holds shard "
+                  "d // model, as do the other devices of its row.",
+             why="12 rows on 8 devices: shards of 2, so devices 6 and 7 hold nothing but padding, as measured above; "
+                 "on a 4 x 2 mesh each shard of 3 rows sits on two devices."),
     Exercise('import_order', _import_order, judge=_judge_import_order,
-             hint="Only one order aborts: TensorFlow loaded before torch_xla. Put torch_xla before everything that "
-                  "loads TensorFlow (tensorflow itself, tf_keras, and keras_hub where TensorFlow is installed); "
-                  "the rest may go anywhere.",
-             why="Python's sort is stable, so everything else keeps the order it was given in."),
-    Exercise('clip_mean', _clip_mean, judge=_judge_clip_mean,
-             hint="Under jax.jit, x.mean() is a tracer with no value, so `if m > limit:` cannot be decided. Compute "
-                  "both results and choose with jnp.where(m > limit, scaled, x), or with jax.lax.cond.",
+             hint="Only one order aborts: TensorFlow loaded before torch_xla. Leave out what is loaded already; put "
+                  "torch_xla before everything that loads TensorFlow (tensorflow itself, tf_keras, and keras_hub where "
+                  "TensorFlow is installed); and if TensorFlow is loaded already and torch_xla is not, no order works.",
+             why="Python's sort is stable, so everything else keeps the order it was given in. The library's "
+                 "`import_xla` refuses the same way, before the process would abort."),
+    Exercise('clip_norm', _clip_norm, judge=_judge_clip_norm,
+             hint="The global norm is the square root of the sum of every element's square, over all the arrays. "
+                  "Under jax.jit it is a tracer, so `if norm > max_norm:` cannot be decided: compute the factor with "
+                  "jnp.where(norm > max_norm, max_norm / norm, 1.0) and multiply every array by it (jax.tree.map).",
              why="jnp.where evaluates both branches, cheap here; jax.lax.cond runs only one, for branches that are "
-                 "costly. Either way one program serves every limit and every x of that shape."),
+                 "costly. Either way one program serves every max_norm and every gradient of those shapes: what "
+                 "optax.clip_by_global_norm does."),
 ]}
 
 # %% ../../nbs/12b_exercises.ipynb #d2bda886
@@ -437,3 +632,55 @@ def exercise(
     "The lessons' exercise that asks for `name`"
     if name not in EXERCISES: raise ValueError(f"No exercise asks for {name!r}: the exercises are {sorted(EXERCISES)}")
     return EXERCISES[name]
+
+# %% ../../nbs/12b_exercises.ipynb #tpsec002
+# ---- 04_parallelism: the collectives of a Megatron layer
+def _tp_seconds(global_rows, seq, hidden, mesh, W):
+    "The ring model's seconds of the activation all-reduces one Megatron layer's training step runs on each device"
+    copies, tp = mesh
+    block = global_rows // copies * seq * hidden * 2     # bfloat16 activations of this copy's rows, whole on each device
+    one = (tp - 1) / tp * block / W                       # an all-reduce: a reduce-scatter, then an all-gather
+    return 4 * one      # forward: after the attention output and the feed-forward output; backward: their inputs' gradients
+
+def _tp_mistake(reduces=4, rows=None, per_device=1, ring=True, wide=1, bytes_=2):
+    "`_tp_seconds` with one thing a learner gets wrong"
+    def wrong(global_rows, seq, hidden, mesh, W):
+        copies, tp = mesh
+        held = global_rows // copies if rows is None else global_rows
+        block = held * seq * hidden * bytes_ / (tp if per_device > 1 else 1)
+        return reduces * ((tp - 1) / tp if ring else 1) * block / (wide * W)
+    return wrong
+
+_TP_MISTAKES = (
+    (_tp_mistake(reduces=2), "comes out half: it counts only the forward pass's two all-reduces (the backward pass sums "
+     "the gradients of the inputs of wqkv and w1 over the copy's devices, two more), or it times an all-reduce as an "
+     "all-gather of its block (B / 2W) where it is a reduce-scatter and then an all-gather, (tp - 1) / tp x B / W"),
+    (_tp_mistake(rows='global'), "counts the global batch: each device's block is its own copy's rows, "
+     "global_rows / copies"),
+    (_tp_mistake(per_device=2), "divides each block by tp: every device of a copy holds that copy's whole activation "
+     "(the all-reduce leaves the sum on each), not a tp-th of it"),
+    (_tp_mistake(ring=False), "leaves out (tp - 1) / tp: in a ring each device passes on all but its own share"),
+    (_tp_mistake(bytes_=4), "counts 4 bytes a value: the activations are bfloat16, 2 bytes"),
+)
+
+def _judge_tp_seconds(fn):
+    cases = [(16, 128, 768, (2, 4), 45e9), (16, 128, 768, (4, 2), 45e9), (32, 512, 1024, (1, 8), 90e9),
+             (64, 128, 4096, (8, 4), 45e9), (24, 256, 2048, (3, 2), 100e9)]
+    got = []
+    for args in cases:
+        g = fn(*args)
+        if g is None: return 'tp_seconds returned None: the body has no `return` yet'
+        got.append(float(g))
+    close = lambda a, b: abs(a - b) <= 1e-9 * abs(b)
+    if all(close(g, _tp_seconds(*a)) for g, a in zip(got, cases)): return None
+    for wrong, says in _TP_MISTAKES:
+        if all(close(g, wrong(*a)) for g, a in zip(got, cases)): return f"tp_seconds {says}"
+    g, a = next((g, a) for g, a in zip(got, cases) if not close(g, _tp_seconds(*a)))
+    return f"tp_seconds{a} returned {g:.4g} s; expected {_tp_seconds(*a):.4g} s"
+
+EXERCISES['tp_seconds'] = Exercise('tp_seconds', _tp_seconds, judge=_judge_tp_seconds,
+    hint="Count the all-reduces of both passes, and for each the bytes one device holds (the 2 x 4 program "
+         "compiled in the lesson lists them); the ring model gives an all-reduce's time from that block.",
+    why="The activations grow with the batch as fast as the compute does, so tensor parallelism's share of time in "
+        "collectives does not shrink with a larger batch: only a wider layer (more FLOPs per byte of activation) or "
+        "faster links help, which is why Megatron splits layers thousands wide over the chips of one host.")

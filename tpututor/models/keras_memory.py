@@ -32,8 +32,8 @@ def refuse_if_too_big(
         check_fits(config, length, cfg.batch_size, acc,
                    'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
     except MemoryError as e:
-        raise MemoryError(f"{e} (from tpututor.plan, whose activations are an upper bound on a TPU: TPUTUTOR_PLAN=off "
-                          f"tries anyway)") from None
+        raise MemoryError(f"{e} (from tpututor.plan's estimate, within 25% of the TPU compiler's figures: "
+                          f"`tpututor plan --compile` asks the compiler; TPUTUTOR_PLAN=off tries anyway)") from None
 
 # %% ../../nbs/models/07_keras_memory.ipynb #a81e945f
 def xla_memory(

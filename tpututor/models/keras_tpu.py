@@ -6,19 +6,19 @@ Docs: https://tpututor.github.io/tpututor/models/keras_tpu.html.md"""
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #48252217
 from __future__ import annotations
-import functools, json, math, re, tempfile, time
+import functools, hashlib, json, math, re, tempfile, time
 from pathlib import Path
 import numpy as np
 from ..config import TrainConfig
 from ..devices.jax import import_keras, distributed
 from ..devices.tpu import tpu_mesh, tpu_target, device_hbm, libtpu_version, quiet_stderr, TPUCompileError
 from .checkpoint import checkpoint
-from .keras import build_model, make_optimizer, per_example_loss, backbone_class
+from .keras import build_model, make_optimizer, per_example_loss, packed_task_loss, backbone_class
 from .llm import mesh_distribution
 
 # %% auto #0
 __all__ = ['config_only', 'abstract_model', 'abstract_state', 'abstract_batch', 'hlo_counts', 'compiled_figures', 'refused',
-           'compile_run', 'largest_batch_compiled', 'plan_figures', 'tpu_plan']
+           'program_key', 'compile_run', 'largest_batch_compiled', 'plan_figures', 'tpu_plan']
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #2324ffe8
 @functools.lru_cache(maxsize=None)
@@ -46,7 +46,9 @@ def abstract_model(
 )->tuple:              # (the compiled-for-training Keras model, its optimizer), their variables deferred
     "The keras backend's model and AdamW for `cfg`, compiled with the run's loss, every weight deferred"
     if cfg.precision == 'fp16': raise TPUCompileError("precision='fp16' is a GPU setting: a TPU trains in bf16")
-    if cfg.pack: raise TPUCompileError("packed rows are not compiled for a TPU yet: plan the run with its buckets")
+    if cfg.pack and cfg.pack_shape is None:
+        raise TPUCompileError("a packed run's shape comes from its texts: give pack_shape=(rows per step per device, "
+                              "most texts per row), e.g. `tpututor.packing.pack_shape(lengths, max_len, batch_size)`")
     keras = import_keras()
     scope, state = _deferred()
     built = TrainConfig(**{**cfg.__dict__, 'model': config_only(cfg.model)})
@@ -57,7 +59,7 @@ def abstract_model(
         state.set_global_attribute('uninitialized_variables', [])
         opt = make_optimizer(built, steps, replicas)
         with scope: opt.build(model.trainable_variables)
-        model.compile(optimizer=opt, loss=per_example_loss(cfg))
+        model.compile(optimizer=opt, loss=(packed_task_loss if cfg.pack else per_example_loss)(cfg))
     finally: state.set_global_attribute('uninitialized_variables', [])
     return model, opt
 
@@ -89,20 +91,23 @@ def abstract_state(
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #7e18db71
 def abstract_batch(
-    cfg:TrainConfig,   # task, n_outputs
+    cfg:TrainConfig,   # task, n_outputs; pack and pack_shape for packed rows
     model,             # its inputs name the arrays
     rows:int,          # rows of the global batch
     length:int,        # tokens per row
     mesh,              # the TPU mesh
-)->tuple:              # (x, y): a dict and an array of `jax.ShapeDtypeStruct`
+)->tuple:              # (x, y) or, packed, (x, y, weights): a dict and arrays of `jax.ShapeDtypeStruct`
     "A global training batch as abstract arrays, rows split over the data-parallel axis"
     import jax, jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
     sh = NamedSharding(mesh, P('batch'))
     a = lambda shape, dt: jax.ShapeDtypeStruct(shape, dt, sharding=sh)
-    x = {k: a((rows, length), jnp.int32) for k in model.input}
-    if cfg.spec.targets == 'classes': return x, a((rows,), jnp.int32)
-    return x, a((rows, 1 if cfg.spec.targets is None else cfg.n_outputs), jnp.float32)
+    most = cfg.pack_shape[1] if cfg.pack else None   # packed: a target and a weight for each of a row's text slots
+    x = {k: a((rows, most if k == 'texts' else length), jnp.int32) for k in model.input}
+    per = (rows,) if most is None else (rows, most)
+    if cfg.spec.targets == 'classes': y = a(per, jnp.int32)
+    else: y = a(per + (1 if cfg.spec.targets is None else cfg.n_outputs,), jnp.float32)
+    return (x, y) if most is None else (x, y, a(per, jnp.float32))
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #cf34684a
 def hlo_counts(text:str)->dict: # op -> how many the optimized HLO holds
@@ -147,6 +152,15 @@ def refused(
                 f"{have / 1e9:.2f} GB available", arguments=None, outputs=None, aliased=None, temporaries=need,
                 code=None, flops=None, hbm_bytes=None, roofline_s=None, bound=None, hlo=None)
 
+# %% ../../nbs/models/12_keras_tpu.ipynb #5b1c0e7a
+def program_key(
+    program,           # a `jax.stages.Lowered` for TPU devices, or a StableHLO module's text
+    accelerator:str,   # the slice it was lowered for
+)->str:                # 16 hex digits
+    "What libtpu's figures for a program depend on: its StableHLO (no source locations in it), the slice, libtpu"
+    text = program if isinstance(program, str) else program.as_text()
+    return hashlib.sha256(f'{accelerator}\n{libtpu_version()}\n{text}'.encode()).hexdigest()[:16]
+
 # %% ../../nbs/models/12_keras_tpu.ipynb #97f03a33
 def _distribution(cfg:TrainConfig, mesh):
     "The run's Keras distribution over the TPU mesh: a data x model mesh for `model_parallel`, else data parallel"
@@ -159,15 +173,17 @@ def compile_run(
     cfg:TrainConfig,             # the run: model, task, precision, lora, model_parallel, batch sizes
     accelerator:str='v5e-8',     # the slice (`tpututor.devices.tpu.tpu_target`)
     lengths:list|None=None,      # the padded lengths it trains and predicts at (default: [cfg.max_len])
-    predict:bool=True,           # compile the prediction programs too
-    batch_size:int|None=None,    # rows per replica (default: cfg.batch_size)
-)->list:                         # one dict per program: kind, shape, seconds to compile, `compiled_figures`
+    predict:bool=True,           # compile the prediction programs too (not for packed rows: see below)
+    batch_size:int|None=None,    # rows per replica (default: cfg.batch_size; packed: cfg.pack_shape's rows)
+    known:dict|None=None,        # `program_key` -> figures of programs compiled before: not compiled again
+)->list:                         # one dict per program: kind, shape, seconds to compile, `compiled_figures`, key
     "Every program a keras run compiles, compiled by libtpu for `accelerator` from the model's config alone"
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
     mesh = tpu_mesh(accelerator, cfg.model_parallel)
     reps = mesh.shape['batch']
-    rows = (batch_size or cfg.batch_size) * reps
+    per = batch_size or (cfg.pack_shape[0] if cfg.pack and cfg.pack_shape else cfg.batch_size)
+    rows = per * reps
     dist = _distribution(cfg, mesh)
     model, opt = abstract_model(cfg, replicas=reps)
     state = abstract_state(model, opt, mesh, dist)
@@ -178,7 +194,7 @@ def compile_run(
     progs = []
     for L in lengths or [cfg.max_len]:
         jobs = [('train', rows, lambda: step.lower(state, abstract_batch(cfg, model, rows, L, mesh)))]
-        if predict:
+        if predict and not cfg.pack:   # libtpu 0.0.42.1 crashes compiling some packed prediction programs
             prow = cfg.predict_batch_size * reps
             jobs.append(('predict', prow, lambda: fwd.lower(state[0], state[1],
                                                             abstract_batch(cfg, model, prow, L, mesh)[0])))
@@ -186,10 +202,14 @@ def compile_run(
             if kind == 'predict' and not progs[-1]['fits']: continue   # a run whose step cannot fit predicts nothing
             t0 = time.time()
             with distributed(dist), quiet_stderr() as said:
-                try: figures = compiled_figures(lower().compile(), accelerator)
-                except Exception as e: figures = refused(str(e), f"the {kind} program ({r} x {L})", accelerator)
-            progs.append(dict(kind=kind, rows=r, batch=r // reps, length=L, seconds=round(time.time() - t0, 2),
-                              **figures))
+                lowered = lower()
+                k = program_key(lowered, accelerator)
+                if known is not None and k in known: figures = dict(known[k], reused=True)
+                else:
+                    try: figures = compiled_figures(lowered.compile(), accelerator)
+                    except Exception as e: figures = refused(str(e), f"the {kind} program ({r} x {L})", accelerator)
+                    figures['seconds'] = round(time.time() - t0, 2)
+            progs.append(dict(figures, kind=kind, rows=r, batch=r // reps, length=L, program=k))
     return progs
 
 # %% ../../nbs/models/12_keras_tpu.ipynb #ca27c606
@@ -223,7 +243,9 @@ def plan_figures(
     cfg:TrainConfig,           # the run: model, batch_size, precision, lora, model_parallel, epochs
     programs:list,             # from `compile_run`
     rows:int|None=None,        # training rows of the whole data (None: no job time)
-    folds:int=5,               # folds of the k-fold job
+    folds:int=5,               # folds of the k-fold job (1: one training on all `rows`)
+    devices:int|None=None,     # devices of the slice (a decoder's weights split over all of them; `memory_plan`)
+    predict_rows:int|None=None,# rows each training predicts (default: its held-out fold's, `rows / folds`)
 )->dict:                       # the programs with `estimate` beside each training one; steps and job seconds
     "The estimate beside each compiled training program, and the roofline time of a fold and of the k-fold job"
     from tpututor.plan import memory_plan
@@ -231,13 +253,14 @@ def plan_figures(
     prec = 'bf16' if cfg.precision == 'fp16' else cfg.precision
     progs = [dict(p, estimate=None if config is None or p['kind'] != 'train' else memory_plan(
         config, p['length'], p['batch'], prec, cfg.lora,
-        cfg.model_parallel)['total']) for p in programs]
+        cfg.model_parallel, devices=devices)['total']) for p in programs]
     out = dict(programs=progs, fits=all(p['fits'] for p in progs))
     longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
     if rows and longest['fits']:
-        steps = (rows - rows // folds) // longest['rows'] * cfg.epochs
+        steps = (rows - (rows // folds if folds > 1 else 0)) // longest['rows'] * cfg.epochs
         pred = [p for p in progs if p['kind'] == 'predict' and p['length'] == longest['length']]
-        pred_s = math.ceil(rows / folds / pred[0]['rows']) * pred[0]['roofline_s'] if pred else 0.0
+        held = predict_rows if predict_rows is not None else rows / folds if folds > 1 else 0
+        pred_s = math.ceil(held / pred[0]['rows']) * pred[0]['roofline_s'] if pred else 0.0
         out.update(steps_per_fold=steps, fold_s=steps * longest['roofline_s'] + pred_s,
                    job_s=folds * (steps * longest['roofline_s'] + pred_s))
     return out
@@ -255,8 +278,9 @@ def tpu_plan(
     "The run's programs compiled by libtpu for `accelerator`, with the estimate, the roofline job time and what fits"
     import jax
     progs = compile_run(cfg, accelerator, sorted(lengths or [cfg.max_len]))
-    out = dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__,
-               devices=len(tpu_mesh(accelerator).devices.flat), **plan_figures(cfg, progs, rows, folds))
+    n = len(tpu_mesh(accelerator).devices.flat)
+    out = dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__, devices=n,
+               **plan_figures(cfg, progs, rows, folds, devices=n))
     longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
     if search or (search is None and not longest['fits']):
         out['largest'] = largest_batch_compiled(cfg, accelerator, longest['length'], first=longest)

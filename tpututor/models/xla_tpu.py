@@ -10,7 +10,7 @@ import gc, json, os, re, subprocess, sys, tempfile, time
 import numpy as np
 from ..config import TrainConfig
 from ..devices.tpu import tpu_devices, libtpu_version, quiet_stderr, TPUCompileError
-from .keras_tpu import config_only, compiled_figures, refused, plan_figures
+from .keras_tpu import config_only, compiled_figures, refused, plan_figures, program_key
 
 # %% auto #0
 __all__ = ['alias_outputs', 'compile_stablehlo', 'trace_step', 'export_steps', 'compile_xla_run', 'xla_tpu_plan']
@@ -77,16 +77,18 @@ def _tracing_device(mesh):
     return TracingDevice(mesh)
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #387bd130
-def _rows(cfg:TrainConfig, rows:int, length:int)->tuple:
-    "Rows of `length` real tokens and targets of the task's kind, as a run's data reaches the torch core"
+def _rows(cfg:TrainConfig, rows:int, length:int, kind:str='train')->tuple:
+    "Rows of `length` real tokens (pairs where the task trains on them) and targets, as a run's data reaches the core"
     from tpututor.encoding import Encoded
     from tpututor.config import check_targets
-    if cfg.pair: raise TPUCompileError(f"task {cfg.task!r} takes pairs of texts: the xla backend's TPU compile traces "
-                                       f"single-text tasks (classification, multilabel, regression) for now")
     ids = np.random.default_rng(0).integers(5, 100, (rows, length)).astype(np.int32)
     enc = Encoded(input_ids=ids, attention_mask=np.ones_like(ids))
-    y = np.zeros(rows, np.int64) if cfg.spec.targets == 'classes' else np.zeros((rows, cfg.n_outputs), np.float32)
-    return enc, check_targets(cfg, y, rows)
+    targets = cfg.spec.targets
+    y = None if targets is None else np.zeros(rows, np.int64) if targets == 'classes' else np.zeros(
+        (rows, cfg.n_outputs), np.float32)
+    # a ranking model scores single texts once trained (a test set of snippets); other pair tasks predict pairs
+    data = (enc, enc) if cfg.pair and (kind == 'train' or cfg.task != 'ranking') else enc
+    return data, check_targets(cfg, y, rows)
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #a0e356e8
 def trace_step(
@@ -111,7 +113,7 @@ def trace_step(
     opt = make_optimizer(model, run, ad)
     state = [*model.parameters(), *(t for s in opt.state.values() for t in s.values())]
     ad.replicate([*model.parameters(), *model.buffers(), *state[len(list(model.parameters())):]])
-    enc, y = _rows(run, rows, length)
+    enc, y = _rows(run, rows, length, kind)
     before = tx._XLAC._get_tensors_handle(state)
     try:
         if kind == 'train':
@@ -173,6 +175,7 @@ def compile_xla_run(
     lengths:list|None=None,      # the padded lengths it trains and predicts at (default: [cfg.max_len])
     predict:bool=True,           # compile the prediction programs too
     batch_size:int|None=None,    # rows per device (default: cfg.batch_size)
+    known:dict|None=None,        # `program_key` -> figures of programs compiled before: traced, not compiled again
 )->list:                         # one dict per program: kind, shape, seconds to trace and compile, `compiled_figures`
     "Every program an xla run (SPMD over the slice) compiles, traced by torch_xla here and compiled by libtpu"
     _check(cfg)
@@ -182,10 +185,12 @@ def compile_xla_run(
     if predict: shapes += [('predict', cfg.predict_batch_size * n, L) for L in lengths or [cfg.max_len]]
     progs = []
     for (kind, r, L), s in zip(shapes, export_steps(cfg, shapes, n)):
-        t0 = time.time()
-        f = compile_stablehlo(s['text'], accelerator, s['aliases'], f"the {kind} program ({r} x {L})")
-        progs.append(dict(kind=kind, rows=r, batch=r // n, length=L, seconds=round(time.time() - t0, 2),
-                          trace_seconds=s['seconds'], state=s['state_bytes'] if kind == 'train' else None, **f))
+        t0, k = time.time(), program_key(f"{s['text']}\n{s['aliases']}", accelerator)
+        if known is not None and k in known: f = dict(known[k], reused=True)
+        else: f = dict(compile_stablehlo(s['text'], accelerator, s['aliases'], f"the {kind} program ({r} x {L})"),
+                       seconds=round(time.time() - t0, 2))
+        progs.append(dict(f, kind=kind, rows=r, batch=r // n, length=L, trace_seconds=s['seconds'], program=k,
+                          state=s['state_bytes'] if kind == 'train' else None))
     return progs
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #8868eee8
@@ -201,4 +206,5 @@ def xla_tpu_plan(
     import jax
     progs = programs or compile_xla_run(cfg, accelerator, sorted(lengths or [cfg.max_len]))
     return dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__, backend='xla',
-                devices=len(tpu_devices(accelerator)), **plan_figures(cfg, progs, rows, folds))
+                devices=len(tpu_devices(accelerator)),
+                **plan_figures(cfg, progs, rows, folds, devices=len(tpu_devices(accelerator))))
