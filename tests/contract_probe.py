@@ -44,8 +44,20 @@ def main(name, workdir):
         out['save_load_same'] = bool(np.allclose(be.predict(cfg, m2, pr), p, atol=1e-5))
         be.done_with(m2)
     be.done_with(model)
-    model, _ = be.fit(cfg, tr, y[:120], va, y[120:160])         # the same seed again
-    out['same_seed_same'] = float(np.abs(be.predict(cfg, model, pr) - p).max())
+    # the same seed again; a backend that saves its fold state: stopped after its first save, then continued from it
+    out['resumable'], out['why_not_resumable'] = bool(be.resumable), be.why_not_resumable
+    kw, cr, ref = {}, cfg, p
+    if be.resumable:
+        from tpututor.rundir import FoldState, StateStop
+        cr = cfg.replace(batch_size=max(1, cfg.batch_size // be.replicas()))   # steps enough for a save inside an epoch
+        if cr != cfg:
+            m, _ = be.fit(cr, tr, y[:120], va, y[120:160]); ref = be.predict(cr, m, pr); be.done_with(m)
+        folder = Path(tempfile.mkdtemp())/'state'
+        try: be.fit(cr, tr, y[:120], va, y[120:160], state=FoldState(folder, minutes=0, steps=4, stop_after=1))
+        except StateStop: out['stopped'] = json.loads((folder/'state.json').read_text())['step']
+        kw = {'state': FoldState(folder, minutes=0, steps=4)}
+    model, _ = be.fit(cr, tr, y[:120], va, y[120:160], **kw)
+    out['same_seed_same'] = float(np.abs(be.predict(cr, model, pr) - ref).max())
     be.done_with(model)
     cb = cfg.replace(buckets=2, epochs=1)                          # length buckets: still every row, in order
     model, _ = be.fit(cb, tr, y[:120])

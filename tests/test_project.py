@@ -29,7 +29,7 @@ def test_readme_is_built_from_index():
     assert (ROOT/'README.md').read_text() == readme(NBS/'index.ipynb'), 'README.md is stale: run python tools/make_readme.py'
 
 # Modules that exist to drive a framework may import it at the top; every other module must not.
-FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'backends.pytorch.base',
+FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'backends.pytorch.base', 'backends.pytorch.state',
                      'devices.jax', 'devices.tf', 'devices.torch', 'devices.xla'}
 
 def test_import_loads_no_framework():

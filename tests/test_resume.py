@@ -3,7 +3,9 @@ every backend produces a complete run directory from length buckets and folds of
 backends that compile (keras, xla) compile nothing after the first fold, and eager torch nothing at all.
 Interruptions: on the default backend (eager torch here), a session whose time limit runs out after fold 1 writes a
 partial ensemble and says so; the same command in a new session, on a copy of the run directory, is killed with SIGKILL
-during its first fold, and the same command again ends with the predictions of an uninterrupted run, fold 1 not redone.
+at a random step inside its first fold, after one of the fold's in-fold saves (`tpututor.rundir.FoldState`, every 5
+steps here), and the same command again continues that fold from its last save and ends with the predictions of an
+uninterrupted run, fold 1 not redone.
 Resuming is the k-fold layer's (`run_folds`, `open_run`), the same for every backend: eager torch starts fastest of the
 backends whose folds last long enough to be killed half-way (keras trains a fold in under a second), and its resumed run
 builds fold 2 afresh where the uninterrupted run reuses fold 1's model. `predict --run` and `blend` (bow runs) are
@@ -81,9 +83,23 @@ def kill_at(args, seconds:float)->bool: # whether it ended before
     try: p.wait(seconds); return True
     except subprocess.TimeoutExpired: os.killpg(p.pid, signal.SIGKILL); p.wait(); return False
 
+def _kill_at(p, state:Path, step:int, limit:float=600)->int: # the step of the save it was killed after
+    "SIGKILL `p` once the fold whose state folder is `state` has saved at `step` or later: a kill inside the fold"
+    t0 = time.time()
+    while True:
+        try: at = json.loads((state/'state.json').read_text())['step']
+        except (OSError, ValueError, KeyError): at = -1
+        if at >= step: break
+        assert p.poll() is None, f'the run ended before its save at step {step} ({state})'
+        assert time.time() - t0 < limit, f'no save at step {step} in {state}'
+        time.sleep(0.02)
+    os.killpg(p.pid, signal.SIGKILL); p.wait()
+    return at
+
 def test_time_limit_then_sigkill_resumes(setup, tmp_path, tmp_path_factory):
     (ref, _), first = trained(setup, 'torch', tmp_path_factory), tmp_path/'first'
-    limited = lambda out: cmd(setup, 'torch', out) + ['--time-limit', '10m']   # the same command in every session
+    # the same command in every session; a save inside a fold every 5 steps (about 50 an epoch, 2 epochs a fold)
+    limited = lambda out: cmd(setup, 'torch', out) + ['--time-limit', '10m', '--save-steps', '5', '--save-minutes', '0']
     # a session with 55 s left when the command starts: fold 1 has no time to be estimated from, so it starts; then
     # fold 2 would need its time and the 60 s kept for writing the ensemble
     r = subprocess.run(limited(first), capture_output=True, text=True,
@@ -99,22 +115,19 @@ def test_time_limit_then_sigkill_resumes(setup, tmp_path, tmp_path_factory):
     out = tmp_path/'copy'; shutil.copytree(first, out)
     p = subprocess.Popen(limited(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=clean_env(), start_new_session=True)
-    t0 = time.time()
-    while not (out/'log.txt').exists() or 'fold 1: training' not in (out/'log.txt').read_text():
-        assert p.poll() is None, 'the run ended before fold 2 started'
-        assert time.time() - t0 < 600, 'fold 2 took too long to start'
-        time.sleep(0.1)
-    time.sleep(0.3)                                   # fold 2 is under way (a tiny fold can end within a second)
-    os.killpg(p.pid, signal.SIGKILL); p.wait()
-    assert not (out/'fold1/done.json').exists(), 'fold 2 finished before the kill: the test did not interrupt it'
+    step = int(np.random.default_rng().integers(8, 80))   # a random step inside fold 2, after a save
+    at = _kill_at(p, out/'fold1'/'state', step)
+    assert not (out/'fold1/done.json').exists(), f'fold 2 finished before the kill at step {at}'
     fold0_mtime = (out/'fold0/weights.safetensors').stat().st_mtime
     stdout = run(limited(out))
     assert 'resumed from an earlier run' in stdout and 'fold 0: finished earlier' in stdout and 'PARTIAL' not in stdout
+    assert 'continuing from the state saved at step' in stdout, (step, stdout[-2000:])   # inside fold 2, not from 0
     assert (out/'fold0/weights.safetensors').stat().st_mtime == fold0_mtime           # fold 1 not redone
     np.testing.assert_allclose(np.load(out/'oof.npy'), np.load(ref/'oof.npy'), atol=1e-5)
     np.testing.assert_allclose(np.load(out/'test.npy'), np.load(ref/'test.npy'), atol=1e-5)
     assert 'partial' not in json.loads((out/'summary.json').read_text())
     assert not list(out.rglob('*.tmp')) and not list(out.rglob('.*.tmp'))
+    assert not list(out.glob('fold*/state')), 'a finished fold keeps its in-fold state'
 
 @pytest.fixture(scope='module')
 def bow_runs(setup, tmp_path_factory):

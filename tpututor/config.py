@@ -17,7 +17,7 @@ from .tasks import TASKS, PAIR_TASKS, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
+__all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
            'check_options', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
            'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
@@ -54,6 +54,10 @@ class TrainConfig:
     # Keras: steps run per call into the device; None: `TPU_STEPS_PER_EXECUTION` on a TPU, 1 elsewhere
     steps_per_execution:int|None=None
     patience:int=0              # early stopping: epochs without a better validation loss (0: off)
+    # a fold saves its training state (weights, optimizer, data position, RNG) every this many minutes, so a killed run
+    # continues inside the fold (0: by steps only; both 0: no in-fold saves)
+    save_minutes:float=10.0
+    save_steps:int=0            # ... and every this many optimizer steps (0: by time only)
     margin:float=0.5            # ranking: margin of the pairwise loss
     dropout:float|None=None     # override the model's dropout (None: keep)
     seed:int=42                 # seeds the head's weights, shuffling and folds
@@ -99,7 +103,7 @@ def check_fields(
     spec.check_outputs(self.n_outputs)
     spe = () if self.steps_per_execution is None else ('steps_per_execution',)   # None: chosen for the device
     for name in ('max_len', 'buckets', 'batch_size', 'epochs', 'grad_accum',
-                 'patience', 'seed', 'lora', 'model_parallel') + spe:
+                 'patience', 'seed', 'lora', 'model_parallel', 'save_steps') + spe:
         need(isinstance(getattr(self, name), int) and not isinstance(getattr(self, name), bool),
              f"{name}={getattr(self, name)!r} must be an integer")
     need(self.max_len >= 8,
@@ -130,11 +134,18 @@ def check_fields(
     need(0 <= self.warmup < 1, f"warmup={self.warmup} is a fraction of the training steps: use 0 <= warmup < 1")
     need(self.grad_clip >= 0, f"grad_clip={self.grad_clip} must be >= 0 (0 turns clipping off)")
     need(self.patience >= 0, f"patience={self.patience} must be >= 0 (0 turns early stopping off)")
+    need(self.save_steps >= 0 and isinstance(self.save_minutes, (int, float)) and self.save_minutes >= 0,
+         f"save_steps={self.save_steps}, save_minutes={self.save_minutes}: in-fold saves every N steps and M minutes "
+         "take numbers >= 0 (0 turns that one off)")
     need(self.dropout is None or 0 <= self.dropout < 1, f"dropout={self.dropout} must be in [0, 1)")
     need(self.eval_batch_size is None or self.eval_batch_size >= 1,
          f"eval_batch_size={self.eval_batch_size} must be >= 1")
     if self.time_limit is not None: parse_duration(self.time_limit)   # a form it cannot read names those it reads
     need(self.lora >= 0, f"lora={self.lora} is a rank: use 0 (train every weight) or a small positive rank such as 8")
+
+# %% ../nbs/04_config.ipynb #eff27e86
+# fields that say how a session runs and keeps a run, not what it computes: not in run.json
+KEEPING = ('time_limit', 'save_minutes', 'save_steps')
 
 # %% ../nbs/04_config.ipynb #79e0440f
 # settings only some backends act on (`Backend.options`), with the value that turns each off

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run
+from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run, KEEPING
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .packing import pack_shape
 from .backends.base import History
 from .flops import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
-                             open_run, log, fold_done, save_fold, load_fold)
+                             open_run, log, fold_done, save_fold, load_fold, FoldState)
 from .budget import (Budget, parse_duration, fmt_duration, budget_start, plan_estimate, decide, TRAIN, REFUSE,
                              SESSION_START)
 from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_METRIC
@@ -71,8 +71,9 @@ def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Input
              texts=None, ids=None, test_texts=None)->dict: # run.json
     """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
     `run_fingerprint`"""
-    # a time budget is the session's, not the run's: the next session resumes the run with its own
-    config = {k: v for k, v in asdict(cfg).items() if k != 'time_limit'}
+    # a time budget is the session's, not the run's: the next session resumes the run with its own; nor is how often a
+    # fold saves its state (`KEEPING`)
+    config = {k: v for k, v in asdict(cfg).items() if k not in KEEPING}
     return {'config': config, 'folds': folds, 'fold_kind': fold_kind,
             'backend': backend, 'data': fingerprint(train, yt),
             'rows': n_rows(train), 'test': None if test is None else fingerprint(test),
@@ -221,8 +222,10 @@ def train_fold(
     it go"""
     tr = np.setdiff1d(np.arange(n_rows(train)), va)
     c0 = stats() if stats else None
+    # a backend that can saves the fold's state inside fd/state as it trains, and continues from a save there
+    kw = {'state': FoldState.of(fd/'state', cfg)} if getattr(backend, 'resumable', False) else {}
     model, hist = backend.fit(cfg, take(train, tr), None if yt is None else yt[tr],
-                              take(train, va), None if yt is None else yt[va])
+                              take(train, va), None if yt is None else yt[va], **kw)
     p_va = backend.predict(cfg, model, take(train, va))
     p_te = backend.predict(cfg, model, test) if test is not None else None
     fd.mkdir(parents=True, exist_ok=True)   # the folder is there to save into
@@ -292,7 +295,10 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
             resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
         else:
             if stop or budget and (stop := not fold_starts(backend, out, budget, i, records, floor, verbose)): continue
-            if main and fd.exists(): shutil.rmtree(fd)   # a fold killed half-way: start it again
+            if main and fd.exists():   # a fold killed half-way: start it again (a resumable backend: from its state)
+                keep = {'state'} if getattr(backend, 'resumable', False) else set()
+                for f in fd.iterdir():
+                    if f.name not in keep: shutil.rmtree(f) if f.is_dir() else f.unlink()
             if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
             t0 = time.time()
             p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
@@ -300,6 +306,7 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
             if not main: continue
             done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
             save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
+            shutil.rmtree(fd/'state', ignore_errors=True)   # the fold is done: its in-fold state goes
             records.append({**done, 'trained_here': True})
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va; finished.append(i)

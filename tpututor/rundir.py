@@ -9,10 +9,12 @@ from __future__ import annotations
 import glob, json, os, shutil, tempfile, time
 from pathlib import Path
 import numpy as np
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['RUN_FILES', 'RunDirError', 'atomic_write', 'write_text', 'write_json', 'read_json', 'save_array', 'load_array',
-           'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'assign_weights']
+           'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'StateStop', 'host_rng',
+           'set_host_rng', 'FoldState', 'assign_weights']
 
 # %% ../nbs/05_rundir.ipynb #251265ab
 class RunDirError(RuntimeError):
@@ -169,6 +171,108 @@ def load_fold(
         raise RunDirError(
             f"{fd/'oof.npy'} has {len(oof)} rows, but the fold has {n_valid}: delete {fd} to redo the fold")
     return done, oof, load_array(fd/'test.npy') if with_test else None
+
+# %% ../nbs/05_rundir.ipynb #1f54103e
+class StateStop(Exception):
+    "Raised by `FoldState.save` after its `stop_after`-th save: a stand-in for a kill, for tests"
+
+
+# %% ../nbs/05_rundir.ipynb #c2bea9fa
+def host_rng()->dict: # JSON: python's `random` and numpy's global generator
+    "The host's random generator states as JSON (lists of integers), never pickled"
+    import random
+    v, key, gauss = random.getstate()
+    name, mt, pos, has_g, cached = np.random.get_state()
+    return {'python': [v, list(key), gauss], 'numpy': [name, mt.tolist(), int(pos), int(has_g), float(cached)]}
+
+def set_host_rng(s:dict):
+    "Put back the states `host_rng` gave"
+    import random
+    v, key, gauss = s['python']; random.setstate((v, tuple(key), gauss))
+    name, mt, pos, has_g, cached = s['numpy']
+    np.random.set_state((name, np.asarray(mt, np.uint32), pos, has_g, cached))
+
+# %% ../nbs/05_rundir.ipynb #86abb2fa
+def _sha256(path, chunk=1 << 24)->str:
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        while b := f.read(chunk): h.update(b)
+    return h.hexdigest()
+
+# %% ../nbs/05_rundir.ipynb #12f992b8
+class FoldState:
+    "A fold's training state inside its folder: when to save, saving atomically, loading it checked, clearing it"
+    def __init__(self,
+        folder,                   # where the state lives (`fold<i>/state`)
+        minutes:float=10.0,       # save every this many minutes (0: by steps only)
+        steps:int=0,              # ... and every this many optimizer steps (0: by time only)
+        stop_after:int|None=None, # raise `StateStop` after this many saves (tests: an interruption)
+    ):
+        self.folder, self.minutes, self.steps, self.stop_after = Path(folder), minutes, steps, stop_after
+        self.saves, self.seconds, self._step, self._t = 0, 0.0, 0, time.monotonic()
+    @classmethod
+    def of(cls, folder, cfg)->'FoldState': # the intervals of a `TrainConfig`
+        "The state of a fold of the run `cfg` in `folder`"
+        return cls(folder, cfg.save_minutes, cfg.save_steps)
+    @property
+    def on(self)->bool: return bool(self.minutes or self.steps)   # both 0: nothing is saved
+    def due(self,
+        step:int, # optimizer steps done in the fit
+    )->bool:
+        "Is a save due after `step` steps?"
+        if self.steps and step - self._step >= self.steps: return True
+        return bool(self.minutes) and time.monotonic() - self._t >= 60 * self.minutes
+    def __repr__(self): return f"FoldState({str(self.folder)!r}, minutes={self.minutes}, steps={self.steps})"
+
+# %% ../nbs/05_rundir.ipynb #0e928f7a
+@patch
+def save(self:FoldState,
+    step:int,    # optimizer steps done in the fit (names the tensors file)
+    write,       # f(path) writing the tensors as one safetensors file there
+    meta:dict,   # everything else, JSON
+)->Path:         # state.json
+    "Save a state: its tensors under a new name, then `state.json` naming them (the commit), then the old tensors go"
+    t0, name = time.perf_counter(), f'state-{step:08d}.safetensors'
+    f = atomic_write(self.folder/name, write)
+    done = write_json(self.folder/'state.json', {'format': 1, 'step': step, 'tensors': name, 'bytes': f.stat().st_size,
+                                                 'sha256': _sha256(f), 'meta': meta})
+    for old in self.folder.glob('state-*.safetensors'):
+        if old.name != name: old.unlink()
+    self._step, self._t, self.saves = step, time.monotonic(), self.saves + 1
+    self.seconds += time.perf_counter() - t0
+    if self.stop_after and self.saves >= self.stop_after: raise StateStop(f"stopped after save {self.saves}")
+    return done
+
+# %% ../nbs/05_rundir.ipynb #91df9850
+@patch
+def _damaged(self:FoldState, path, why:str)->RunDirError:
+    return RunDirError(
+        f"{path} is damaged ({why}), so the fold cannot continue from its saved state. It can restart from its "
+        f"beginning: delete {self.folder} and rerun (finished folds are kept).")
+
+@patch
+def load(self:FoldState,
+    read,        # f(path) -> the tensors of a safetensors file (the framework's own loader)
+)->tuple|None:   # (meta, tensors, step), or None when nothing was saved
+    "The last saved state, its file checked (size, sha256) before it is read; a damaged one raises `RunDirError`"
+    sj = self.folder/'state.json'
+    if not sj.exists(): return None
+    try: s = json.loads(sj.read_text()); f = self.folder/s['tensors']; step, meta = int(s['step']), s['meta']
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise self._damaged(sj, f"unreadable: {type(e).__name__}: {e}") from None
+    if not f.exists(): raise self._damaged(f, f"missing, though {sj.name} names it")
+    if f.stat().st_size != s.get('bytes') or _sha256(f) != s.get('sha256'):
+        raise self._damaged(f, f"its size or sha256 differs from what {sj.name} recorded")
+    try: tensors = read(str(f))
+    except Exception as e: raise self._damaged(f, f"{type(e).__name__}: {e}") from None
+    self._step, self._t = step, time.monotonic()
+    return meta, tensors, step
+
+@patch
+def clear(self:FoldState):
+    "Remove the state (the fold is finished)"
+    shutil.rmtree(self.folder, ignore_errors=True)
 
 # %% ../nbs/05_rundir.ipynb #240da8a6
 def assign_weights(

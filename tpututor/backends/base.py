@@ -141,7 +141,7 @@ class EpochLoop:
         self.best, self._best_state, self._waited = math.inf, None, 0
 
     def __iter__(self):
-        for e in range(1, self.epochs + 1):
+        for e in range(len(self.history.records) + 1, self.epochs + 1):   # a resumed fit: after those it recorded
             if self.history.stopped_early: return
             yield e
 
@@ -191,6 +191,27 @@ def finish(self:EpochLoop)->History:
         if self.verbose: print(f"restored the weights of epoch {h.best_epoch} (val_loss {self.best:.4f})", flush=True)
     self._best_state = None
     return h
+
+# %% ../../nbs/backends/00_base.ipynb #d56e9c3e
+@patch
+def state(self:EpochLoop)->dict: # JSON: the history so far, the best validation loss, epochs waited
+    "What a fold's saved state keeps of the loop (the best epoch's weights go with the tensors: `best_weights`)"
+    return {'history': self.history.to_dict(), 'best': None if math.isinf(self.best) else self.best,
+            'waited': self._waited}
+
+@patch(as_prop=True)
+def best_weights(self:EpochLoop): return self._best_state   # the snapshot of the best epoch kept so far, or None
+
+@patch
+def resume(self:EpochLoop,
+    state:dict,        # what `EpochLoop.state` gave
+    best_weights=None, # the best epoch's snapshot saved with it (None: none kept)
+)->EpochLoop:
+    "Continue a loop from a saved state: iterating starts after the epochs it recorded"
+    self.history = History.from_dict(state['history'])
+    self.best = math.inf if state['best'] is None else state['best']
+    self._waited, self._best_state = state['waited'], best_weights
+    return self
 
 # %% ../../nbs/backends/00_base.ipynb #d598639c
 @dataclass
@@ -274,11 +295,17 @@ class Backend:
     # its fold weights hold the whole network; False: only what it trains (a head on a frozen encoder), so predicting
     # attaches the base checkpoint the run names, as for a LoRA run
     whole_model:bool = True
+    # its fit saves a fold's training state as it goes (a `tpututor.rundir.FoldState`) and continues from it after a
+    # kill; False: a killed fold restarts from its beginning, and `why_not_resumable` says why
+    resumable:bool = False
+    why_not_resumable:str = 'it does not say how to save its training state inside a fold'
 
     def __init__(self, verbose:bool=True): self.verbose = verbose   # progress bar and a line per epoch
+    # a fresh model from `cfg.model` trained, and what it did; `state`: a `FoldState` to save into and continue from
+    # (the k-fold run passes one only to a `resumable` backend)
     @abstractmethod   # marked, not enforced: the registry refuses a class that leaves it so
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None,
-            y_valid=None)->tuple[Any, History]: # a fresh model from `cfg.model` trained, and what it did
+            y_valid=None, state=None)->tuple[Any, History]:
         raise NotImplementedError(f"{type(self).__name__} must define fit")
     @abstractmethod
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: # one row per input row, in input order

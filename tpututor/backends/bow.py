@@ -31,6 +31,7 @@ class BowBackend(Backend):
     name, about = 'bow', 'bag-of-tokens baseline (scikit-learn, CPU)'
     baseline = True         # a refusal sends users to a fine-tune, not here
     speed_options = False   # no batches, shapes or precision
+    why_not_resumable = 'it fits in one call of scikit-learn, so a fold has no state half-way to save'
     def __init__(self,
         C:float=1.0,        # inverse regularisation strength
         vocab:int=32768,    # hashed vocabulary size

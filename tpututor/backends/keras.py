@@ -19,6 +19,7 @@ from ..models.keras import (build_model, backbone_class, input_fields, scorer, p
                                    make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
                                    packed_task_loss)
 from ..models.keras_packed import packed_batches, packed_predictions
+from ..models.keras_state import fit_resumable
 from ..packing import pack_shape, packing_summary
 from ..models.keras_memory import refuse_if_too_big
 from ..flops import Throughput, model_dims, train_flops
@@ -269,6 +270,7 @@ def fit_model(
     # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
     mfu:bool=True,
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
+    state=None,          # a `tpututor.rundir.FoldState`: saved into when due, continued from (`models.keras_state`)
 )->tuple:                # (model, `History`)
     """Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data
     parallel)"""
@@ -297,7 +299,7 @@ def fit_model(
                       steps_per_execution=spe, host_calls=[])
     cb = epoch_callback(model, cfg, loop, meter, batch, steps, shapes, step_flops, valid, start.y_valid, watchers,
                         texts)
-    model.fit(gen, epochs=cfg.epochs, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[cb])
+    fit_resumable(model, gen, cfg.epochs, steps, loop, cb, state, verbose and main_process())   # Keras' fit
     loop.history.info['optimizer_steps'] = int(model.optimizer.iterations.numpy())
     return model, loop.finish()
 
@@ -343,6 +345,7 @@ class KerasBackend(Backend):
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
     # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.models.keras_packed`)
     options = ('lora', 'model_parallel', 'pure_bf16', 'pack')
+    resumable = True       # a fit saves its state and continues from it (`tpututor.models.keras_state`)
     keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)
     @classmethod
     def check_config(cls, cfg):
@@ -389,11 +392,11 @@ class KerasBackend(Backend):
     def describe(self)->str:
         with distributed(self.distribution): return describe_keras()
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None,
-            valid:Inputs|None=None, y_valid=None)->tuple: # (model, `History`)
-        # first: releasing another config's spare clears Keras' session, and with it the distribution
-        spare = self._take(cfg)
+            valid:Inputs|None=None, y_valid=None, state=None)->tuple: # (model, `History`)
+        spare = self._take(cfg)   # first: releasing another config's spare clears Keras' session and its distribution
         with distributed(self.distribution_for(cfg)):
-            return fit_model(cfg, train, y_train, valid, y_valid, verbose=self.verbose and self.is_main, spare=spare)
+            return fit_model(cfg, train, y_train, valid, y_valid, self.verbose and self.is_main, spare=spare,
+                             state=state)
     def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
         with distributed(self.distribution_for(cfg)): return predict(cfg, model, data)
     def save(self, model, path): save_weights(model, path)

@@ -363,6 +363,9 @@ class TfBackend(Backend):
     framework, extra = 'tensorflow', 'tf'
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     why_not = "transformers has no TensorFlow class for it"
+    why_not_resumable = ("not yet: tf-keras draws dropout from TensorFlow's stateful random ops, whose state cannot be "
+                         "read back, and keeps the data position in a tf.data iterator, whose checkpoint is "
+                         "TensorFlow's own format rather than safetensors")
     def __init__(self,
                  loop:str='fit',      # 'fit' (Keras fit) or 'custom' (the custom training loop)
                  strategy=None,       # a tf.distribute strategy (default: `get_strategy()` when first needed)

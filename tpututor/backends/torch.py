@@ -34,6 +34,7 @@ class TorchBackend(Backend):
     def check_config(cls, cfg):
         "A packed run of an encoder that cannot take packed rows is refused before any work"
         if cfg.pack: check_packing(cfg)
+    resumable = True  # the torch core saves a fold's state and continues from it (`backends.pytorch.state`)
     cpu_bf16 = True   # bfloat16 on a CPU with its instructions: bench/bench_defaults.py measured it faster
     def __init__(self,
         device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)
@@ -82,8 +83,9 @@ class TorchBackend(Backend):
 
 # %% ../../nbs/backends/03_torch.ipynb #6dde6fed
 @patch
-def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
-    "Build `cfg.model` with a new head and train it; (model, History)"
+def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None,
+        state=None)->tuple:
+    "Build `cfg.model` with a new head and train it, continuing from `state` when it holds a save; (model, History)"
     self.watchers, key = [], _model_key(cfg)
     model = self._spare.pop(key, None)
     if model is not None:   # a later fold: fresh weights into the last fold's compiled model, so nothing compiles again
@@ -91,7 +93,7 @@ def fit(self:TorchBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:In
             for t, v in zip(model.state_dict().values(), build_model(cfg, adapter=self.adapter).state_dict().values()):
                 t.copy_(v)
     model, hist = fit_model(cfg, train, y_train, valid, y_valid, model, adapter=self.adapter,
-                            verbose=self.verbose, watchers=self.watchers)
+                            verbose=self.verbose, watchers=self.watchers, state=state)
     model._cfg_key = key
     return model, hist
 

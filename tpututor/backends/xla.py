@@ -74,6 +74,7 @@ class XlaBackend(Backend):
     def check_config(cls, cfg):
         "A packed run of an encoder that cannot take packed rows is refused before any work"
         if cfg.pack: check_packing(cfg)
+    resumable = True       # the torch core saves a fold's state and continues from it (`backends.pytorch.state`)
     predict_fp16 = False   # bfloat16 on every XLA device, a GPU without it included
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
@@ -97,11 +98,12 @@ class XlaBackend(Backend):
     def replicas(self)->int: return self.adapter.replicas()
     def describe(self)->str: return self.adapter.describe()
 
-    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None)->tuple:
-        "Build `cfg.model` with a new head and train it; (model, History)"
+    def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None,
+            state=None)->tuple:
+        "Build `cfg.model` with a new head and train it, continuing from `state` when it holds a save; (model, History)"
         self.watchers = []
         return torch_base.fit_model(cfg, train, y_train, valid, y_valid, adapter=self.adapter,
-                                   verbose=self.verbose, watchers=self.watchers)
+                                   verbose=self.verbose, watchers=self.watchers, state=state)
 
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"

@@ -102,6 +102,21 @@ def prepare(self:TorchDevice):
 @patch
 def seed(self:TorchDevice, seed:int): torch.manual_seed(seed)   # the CPU's and every accelerator's generator
 
+# %% ../../nbs/devices/05_torch.ipynb #b76a8c28
+@patch
+def rng_state(self:TorchDevice)->dict: # name -> a uint8 tensor (or a number): the CPU's generator, the device's
+    "The random generators a training step draws from (dropout): tensors for a safetensors file, numbers for JSON"
+    out = {'cpu': torch.get_rng_state()}
+    mod = getattr(torch, self.device.type, None)
+    if self.device.type != 'cpu' and hasattr(mod, 'get_rng_state'): out['device'] = mod.get_rng_state(self.device)
+    return out
+
+@patch
+def set_rng_state(self:TorchDevice, state:dict):
+    "Put back what `rng_state` gave"
+    torch.set_rng_state(state['cpu'])
+    if 'device' in state: getattr(torch, self.device.type).set_rng_state(state['device'], self.device)
+
 # %% ../../nbs/devices/05_torch.ipynb #2a1ea4fe
 @patch
 def place_model(self:TorchDevice, model:nn.Module)->nn.Module: return model.to(self.device)

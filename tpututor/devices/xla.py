@@ -333,6 +333,9 @@ class XlaDevice(TorchDevice):
         return f"{self.kind()}, {self.replicas()} device(s)" + (' (SPMD)' if self.mesh is not None else '')
     def prepare(self): import_xla()   # before transformers: keeps TensorFlow out of this process
     def seed(self, seed:int): torch.manual_seed(seed); xla_model().set_rng_state(seed)
+    def rng_state(self)->dict: # the CPU's generator (a tensor) and the XLA device's seed (a number, for JSON)
+        return {'cpu': torch.get_rng_state(), 'device': int(xla_model().get_rng_state())}
+    def set_rng_state(self, state:dict): torch.set_rng_state(state['cpu']); xla_model().set_rng_state(state['device'])
     def replicate(self, tensors):
         if self.mesh is not None: replicate(tensors, self.mesh)
     def place(self, batch:dict, share:bool=True)->dict: return to_device(batch, self.mesh)

@@ -29,6 +29,7 @@ from fastcore.basics import patch
 from ..base import prepare_fit
 from ...packing import pack, pack_shape
 from ...models.packed import packing_style, packed_hidden, segment_pool, packed_loss
+from .state import keeper, resumed
 from ...models.torch_batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
                                                predict_batches, PackedData)
 
@@ -294,6 +295,7 @@ def train_epoch(
     meter:Throughput|None=None, # counts examples and FLOPs
     scaler=None,         # a `torch.amp.GradScaler` (float16), or None
     texts:list|None=None, # packed rows: the texts in each micro-batch, counted on the host (None: one per row)
+    after_step=None,     # f(optimizer steps done, losses so far) after each optimizer step (a fold's saves)
 )->list:                 # the loss of every micro-batch (of this process's rows)
     "One epoch of training steps: the one step body of every device and every way of training"
     params = [p for g in opt.param_groups for p in g['params']]
@@ -317,6 +319,7 @@ def train_epoch(
                 opt.zero_grad(set_to_none=True)
             adapter.step_end()
             if last: watcher.step(input_ids=b['input_ids'])
+            if last and after_step is not None: after_step((i + 1) // cfg.grad_accum, losses)
             ids = b['input_ids']
             if meter is not None and texts is not None:   # FLOPs of every token of the rows, examples the texts
                 tokens = ids.shape[0] * adapter.split * ids.shape[1]
@@ -368,19 +371,25 @@ def run_epoch(
     adapter:TorchDevice, loop:EpochLoop, meter:Throughput, scaler=None,
     # validation rows; where each `CompileWatcher` goes
     valid:Inputs|None=None, y_valid=None, watchers:list|None=None, verbose:bool=True,
+    # a fold's saves: f(epoch, optimizer steps done in it, its losses so far) after each step (None: none); a resumed
+    # epoch: (steps done before the save, their losses, f() putting the generators back: `pytorch.state.resumed`)
+    keep=None, start:tuple=(0, [], None), first:bool=True,   # first: the first epoch this fit runs (it compiles)
 ):
     "One epoch of a fit: its steps, its compiles counted, its validation loss, handed to the epoch loop"
-    fixed = len(model.buckets) == 1
-    w = CompileWatcher(warmup=(1 if fixed else steps) if epoch == 1 else 0,
+    fixed, (done, before, _) = len(model.buckets) == 1, start
+    w = CompileWatcher(warmup=(1 if fixed else steps) if first else 0,
                        name=f'epoch {epoch}', counter=adapter.count_compiles)
     if watchers is not None: watchers.append(w)
     texts = None
     if isinstance(ds, PackedData): loader, texts = ds.epoch(cfg.seed + epoch - 1, steps * cfg.grad_accum)
     else: loader = train_loader(ds, gbs, cfg.grad_accum, cfg.seed + epoch - 1)
-    meter.reset(); t0, hits = time.perf_counter(), adapter.cache_hits()
-    losses = train_epoch(model, opt, cfg, (adapter.place(b) for b in loader), lr, w, adapter,
-                         loop.bar(len(loader), epoch) if verbose else None, meter, scaler, texts)
-    secs, hits = time.perf_counter() - t0, adapter.cache_hits() - hits
+    meter.reset(); t0, hits, n = time.perf_counter(), adapter.cache_hits(), len(loader)
+    it, texts, skip = resumed(loader, texts, start, cfg.grad_accum)   # a resumed epoch passes over what it trained
+    after = None if keep is None else lambda k, ls: keep(epoch, done + k, before + ls)
+    losses = train_epoch(model, opt, cfg, (adapter.place(b) for b in it), lr, w, adapter,
+                         loop.bar(n - skip, epoch) if verbose else None, meter, scaler, texts, after)
+    secs, hits, ran = time.perf_counter() - t0, adapter.cache_hits() - hits, len(losses)
+    losses = list(before) + losses
     loop.history.step_loss += step_losses(losses, cfg.grad_accum)
     loop.history.info['recompiles'].append(w.recompiles)
     vl, ev = None, 0
@@ -388,7 +397,7 @@ def run_epoch(
         ev = adapter.count_compiles()
         vl = evaluate(cfg, model, valid, y_valid, adapter); ev = adapter.count_compiles() - ev
     s = meter.summary(secs)
-    loop.end_epoch(adapter.mean(np.mean(losses)), secs, sum(texts) if texts else len(losses) * gbs,
+    loop.end_epoch(adapter.mean(np.mean(losses)), secs, sum(texts) if texts else ran * gbs,
                    mfu=s['mfu'], compiles=w.compiles, cache_hits=hits,
                    val_loss=vl, eval_compiles=ev, mfu_datasheet=s['mfu_datasheet'])
 
@@ -405,6 +414,7 @@ def fit_model(
     verbose:bool=True,   # progress bar and one line per epoch (in process 0)
     watchers:list|None=None, # if given, each epoch's `CompileWatcher` is appended to it
     mfu:bool=True,       # report model FLOPs utilisation against the device's measured peak (measured once, cached)
+    state=None,          # a `tpututor.rundir.FoldState`: saved into when due, continued from (one process only)
 )->tuple:                # (model, `History`)
     "Train a model for `cfg` on the adapter's device(s); the model holds its best epoch's weights"
     adapter = adapter or TorchDevice()
@@ -422,16 +432,18 @@ def fit_model(
     total, peak = steps * cfg.epochs, cfg.lr * (reps if cfg.scale_lr else 1)
     opt, scaler = make_optimizer(model, cfg, adapter), adapter.scaler(cfg.precision)
     adapter.replicate([*model.parameters(), *model.buffers(), *(t for s in opt.state.values() for t in s.values())])
-    step = iter(range(total))
-    lr = lambda: lr_at(next(step), total, peak, cfg.warmup)
+    sched = [0]   # optimizer steps taken: the schedule's position
+    def lr(): sched[0] += 1; return lr_at(sched[0] - 1, total, peak, cfg.warmup)
     meter = start.measure(model_dims(model.encoder.config), reps, adapter.peak_flops, adapter.kind(), mfu)
     verbose = verbose and adapter.is_main
     loop = start.loop(lambda: {k: v.detach().to('cpu', copy=True) for k, v in model.state_dict().items()},
                       lambda s: adapter.restore(model, s),
                       verbose, replicas=reps, global_batch=gbs * cfg.grad_accum, steps_per_epoch=steps, recompiles=[])
     model.train()
+    keep, at = keeper(state, model, opt, scaler, loop, adapter, steps, sched, verbose)   # (None, ...): no saves
     for epoch in loop:
-        run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, adapter,
-                  loop, meter, scaler, valid, y_valid, watchers, verbose)
+        run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, adapter, loop, meter, scaler, valid, y_valid,
+                  watchers, verbose, keep, at, first=epoch == 1 or at[2] is not None)
+        at = (0, [], None)
     if (mem := adapter.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)
     return model, loop.finish()
