@@ -638,9 +638,10 @@ def exercise(
 def _tp_seconds(global_rows, seq, hidden, mesh, W):
     "The ring model's seconds of the activation all-reduces one Megatron layer's training step runs on each device"
     copies, tp = mesh
-    block = global_rows // copies * seq * hidden * 2     # bfloat16 activations of this copy's rows, whole on each device
-    one = (tp - 1) / tp * block / W                       # an all-reduce: a reduce-scatter, then an all-gather
-    return 4 * one      # forward: after the attention output and the feed-forward output; backward: their inputs' gradients
+    block = global_rows // copies * seq * hidden * 2   # bfloat16 activations of this copy's rows, whole on each device
+    one = (tp - 1) / tp * block / W                     # an all-reduce: a reduce-scatter, then an all-gather
+    # forward: after the attention output and the feed-forward output; backward: their inputs' gradients
+    return 4 * one
 
 def _tp_mistake(reduces=4, rows=None, per_device=1, ring=True, wide=1, bytes_=2):
     "`_tp_seconds` with one thing a learner gets wrong"
@@ -652,9 +653,10 @@ def _tp_mistake(reduces=4, rows=None, per_device=1, ring=True, wide=1, bytes_=2)
     return wrong
 
 _TP_MISTAKES = (
-    (_tp_mistake(reduces=2), "comes out half: it counts only the forward pass's two all-reduces (the backward pass sums "
-     "the gradients of the inputs of wqkv and w1 over the copy's devices, two more), or it times an all-reduce as an "
-     "all-gather of its block (B / 2W) where it is a reduce-scatter and then an all-gather, (tp - 1) / tp x B / W"),
+    (_tp_mistake(reduces=2), "comes out half: it counts only the forward pass's two all-reduces (the backward "
+     "pass sums the gradients of the inputs of wqkv and w1 over the copy's devices, two more), or it times an "
+     "all-reduce as an all-gather of its block (B / 2W) where it is a reduce-scatter and then an all-gather, "
+     "(tp - 1) / tp x B / W"),
     (_tp_mistake(rows='global'), "counts the global batch: each device's block is its own copy's rows, "
      "global_rows / copies"),
     (_tp_mistake(per_device=2), "divides each block by tp: every device of a copy holds that copy's whole activation "
