@@ -14,7 +14,8 @@ runs/compat/IMAGE/.
                                              the other rows while the pins and Python are unchanged, and marks a row
                                              run on older package code with that code's hash and its date
     ./run.sh compat [colab] ... families job doctor
-                                             also the family matrix (Kaggle), the default job or the doctor; alone, only those
+                                             also the family matrix (Kaggle), the default job or the doctor; alone,
+                                             only those
 """
 import ast, datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
 from pathlib import Path
@@ -33,27 +34,30 @@ IMAGES = {
         notebooks=['lessons/02_xla', 'lessons/03_frameworks', 'lessons/03a_jax',
                    'devices/01_frameworks', 'devices/03_jax', 'devices/07_xla',
                    'models/03_convert', 'models/04_llm', 'backends/02_keras', 'backends/04_xla',
-                   'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/05_llm_classifier',
-                   'commands/05_doctor'],
+                   'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores',
+                   'tutorials/05_llm_classifier', 'commands/05_doctor'],
         families=['keras', 'xla'], job=[], lacks=[],
         # the v5e-8's own TPU_ACCELERATOR_TYPE, which a host without chips or libtpu contradicts; TensorFlow imported
         # in the process before torch_xla, in the image that ships both
         doctor=[dict(env={'TPU_ACCELERATOR_TYPE': 'v5litepod-8'},
                      expect=['v5litepod-8 is expected, but this machine has no TPU device files',
-                             'JAX 0.7.2 is installed but libtpu is not', 'torch_xla 2.8.0 is installed but libtpu is not']),
-                dict(imports='tensorflow', expect=['TensorFlow is imported in this process, and torch_xla is installed'])]),
+                             'JAX 0.7.2 is installed but libtpu is not',
+                             'torch_xla 2.8.0 is installed but libtpu is not']),
+                dict(imports='tensorflow',
+                     expect=['TensorFlow is imported in this process, and torch_xla is installed'])]),
     # What the docs send Colab users to: the tutorials of the backend the install page recommends there (xla, as
     # shipped) and the default job on it (on 600 of its rows in 3 folds: the same code path as the full job, in a
     # fraction of its time on a CPU); the Keras tutorials, whose first cell adds KerasHub, which the runtime lacks.
     'colab': dict(
         title="Colab's TPU runtime versions", python='3.13', pins='colab-tpu.txt', command='./run.sh compat colab',
-        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold', 'tutorials/05_llm_classifier',
-                   'commands/05_doctor'],
+        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold',
+                   'tutorials/05_llm_classifier', 'commands/05_doctor'],
         families=[], job=['--backend', 'xla', '--rows', '600', '--folds', '3'], lacks=['keras-hub'],
         # the v5e-1's TPU_ACCELERATOR_TYPE on a host without chips or libtpu (no TensorFlow here to import first)
         doctor=[dict(env={'TPU_ACCELERATOR_TYPE': 'v5litepod-1'},
                      expect=['v5litepod-1 is expected, but this machine has no TPU device files',
-                             'JAX 0.7.2 is installed but libtpu is not', 'torch_xla 2.9.0 is installed but libtpu is not'])]),
+                             'JAX 0.7.2 is installed but libtpu is not',
+                             'torch_xla 2.9.0 is installed but libtpu is not'])]),
 }
 DISTS = ['torch', 'torch_xla', 'transformers', 'accelerate', 'jax', 'jaxlib', 'keras', 'keras-hub', 'tensorflow-cpu',
          'torchax', 'flax', 'tokenizers', 'numpy']
@@ -175,12 +179,14 @@ def run_families(backend, logs)->dict:
     return row
 
 def _doctor_run(check:dict)->dict:
-    """`tpututor doctor` in a fresh process, with the stand-in's environment less its TPU_ variables plus `check`'s `env`;
-    with `imports`, a process that imports that first and then calls the CLI's entry point (as a notebook kernel would)"""
+    """`tpututor doctor` in a fresh process, with the stand-in's environment less its TPU_ variables plus `check`'s
+    `env`; with `imports`, a process that imports that first and then calls the CLI's entry point (as a notebook
+    kernel would)"""
     from tpututor.commands.doctor import LEVELS
     env = {**{k: v for k, v in os.environ.items() if not k.startswith('TPU_')}, **check.get('env', {})}
     if 'imports' in check:
-        cmd = [sys.executable, '-c', f"import sys, {check['imports']}; from tpututor.cli import main; sys.exit(main(['doctor']))"]
+        code = f"import sys, {check['imports']}; from tpututor.cli import main; sys.exit(main(['doctor']))"
+        cmd = [sys.executable, '-c', code]
         shown = f"`import {check['imports']}`, then `tpututor.cli.main(['doctor'])`"
     else:
         cmd = [str(Path(sys.executable).parent / 'tpututor'), 'doctor']
@@ -189,15 +195,18 @@ def _doctor_run(check:dict)->dict:
     lines = [l for l in r.stdout.splitlines() if l.split(':', 1)[0] in LEVELS]
     return dict(command=shown, exit=r.returncode, lines=lines, log=r.stdout + '\n' + r.stderr)
 
-def _short(line:str)->str: return line.split('. Fix: ', 1)[0]   # a finding without its fix
+def _short(line:str)->str:
+    "A finding without its fix; a note without what follows its first clause"
+    line = line.split('. Fix: ', 1)[0]
+    return line.split(' (', 1)[0] if line.startswith('note:') else line
 
 def run_doctor(image, logs)->dict:
     """`tpututor doctor` on the stand-in as shipped, then on each of IMAGES' known-bad combinations.
-    As shipped it must exit 0 with no error or warning, say the versions are those the image was tested on, and note that
-    there is no TPU: this host has no TPU device files and the check runs without TPU_ACCELERATOR_TYPE, so libtpu's
-    absence and the slice are not checked (a CPU run never loads libtpu), the CLI imports no framework before it checks
-    the import order, and a process holding libtpu here only compiles (a note). A bad combination must exit non-zero
-    with an error line naming each of its `expect`."""
+    As shipped it must exit 0 with no error or warning, say the versions are those the image was tested on, and note
+    that there is no TPU: this host has no TPU device files and the check runs without TPU_ACCELERATOR_TYPE, so
+    libtpu's absence and the slice are not checked (a CPU run never loads libtpu), the CLI imports no framework before
+    it checks the import order, and a process holding libtpu here only compiles (a note). A bad combination must exit
+    non-zero with an error line naming each of its `expect`."""
     from tpututor.commands.doctor import TESTED
     as_shipped(image)
     t0, checks = time.time(), []
@@ -209,18 +218,19 @@ def run_doctor(image, logs)->dict:
             want = [f"ok: the framework versions of {TESTED[image]['title']}", 'note: no TPU here']
             missing = [w for w in want if not any(l.startswith(w) for l in c['lines'])]
             c['ok'] = c['exit'] == 0 and not {'error', 'warning'} & set(levels) and not missing
-            c['shown'] = [l for l in c['lines'] if l.split(':', 1)[0] in ('error', 'warning', 'ok')]
+            c['shown'] = c['lines']
         else:
             missing = [w for w in check['expect'] if not any(l.startswith('error:') and w in l for l in c['lines'])]
             c['ok'] = c['exit'] != 0 and not missing
-            c['shown'] = [l for l in c['lines'] if l.startswith('error:')]
+            c['shown'] = [l for l in c['lines'] if l.split(':', 1)[0] in ('error', 'warning')]   # its problem lines
         c['missing'] = missing
         checks.append(c)
-    def said(c):
-        text = f"{c['command']}: exit {c['exit']}" + ''.join(f'; {_short(l)}' for l in c.pop('shown'))
+    def said(i, c):
+        text = f"({i}) {c['command']}: exit {c['exit']}" + ''.join(f'; {_short(l)}' for l in c.pop('shown'))
         return text + (f" (**expected, not found**: {'; '.join(c['missing'])})" if c['missing'] else '')
-    return {'what': DOCTOR, 'ok': all(c['ok'] for c in checks), 'seconds': round(time.time() - t0),
-            'detail': '. '.join(map(said, checks)), 'checks': checks}
+    detail = ' '.join(said(i, c) for i, c in enumerate(checks, 1))
+    return {'what': DOCTOR, 'ok': all(c['ok'] for c in checks), 'seconds': round(time.time() - t0), 'detail': detail,
+            'checks': checks}
 
 def results_path(image, ext)->Path: return HERE / f'results-{image}.{ext}'
 
@@ -241,8 +251,8 @@ def table(res)->str:
              f"build files on the date in that file) and runs there what the docs send its users to. Python {res['python']} "
              f"(the image has {im['python']}) on {res['machine']}, with PyPI's builds of the same torch and torch_xla versions "
              f"on the CPU: this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`"
-             + (f"; a row marked older code ran on the package code it names, on the date it names, with these pins and "
-                f"this Python: what changed since is not tested there" if any(older(r, res) for r in res['rows']) else '')
+             + ("; a row marked older code ran on the package code it names, on the date it names, with these pins "
+                "and this Python: what changed since is not tested there" if any(older(r, res) for r in res['rows']) else '')
              + '.', '',
              '| package | version |', '|---|---|']
     lines += [f'| {d} | {v[d] or "not installed"} |' for d in DISTS if d in v]
@@ -277,8 +287,10 @@ def main(argv):
     old = json.loads(results_path(image, 'json').read_text()) if results_path(image, 'json').exists() else {}
     same = all(old.get(k) == res[k] for k in ('pins', 'python'))
     # a row kept from an earlier run keeps the code and date it ran on (an older file's rows: those of its header)
-    rows = {r['what']: {'code': old['code'], 'date': old['date'], **r} for r in old.get('rows', [])} if not everything and same else {}
-    if not everything and old and not same: print('== the pins or Python changed since the last run: its rows are dropped', flush=True)
+    kept = old.get('rows', []) if not everything and same else []
+    rows = {r['what']: {**r, 'code': r.get('code', old['code']), 'date': r.get('date', old['date'])} for r in kept}
+    if not everything and old and not same:
+        print('== the pins or Python changed since the last run: its rows are dropped', flush=True)
     todo = [(n, lambda n=n: run_notebook(image, n, logs)) for n in todo]
     todo += [(DOCTOR, lambda: run_doctor(image, logs))] if everything or DOCTOR in extra else []
     todo += [(f'families {b}', lambda b=b: run_families(b, logs)) for b in (im['families'] if everything or 'families' in extra else [])]
@@ -292,10 +304,11 @@ def main(argv):
     return 0 if all(r['ok'] for r in res['rows']) else 1
 
 def write(res:dict, rows:dict):
-    "Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the doctor, the matrix, the job"
+    """Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the
+    doctor, the matrix, the job"""
     im = IMAGES[res['image']]
-    order = list(dict.fromkeys([*im['notebooks'], *[r for r in rows if not r.startswith('families ') and r not in (JOB, DOCTOR)],
-                                DOCTOR, *[f'families {b}' for b in im['families']], JOB]))
+    asked = [r for r in rows if not r.startswith('families ') and r not in (JOB, DOCTOR)]
+    order = list(dict.fromkeys([*im['notebooks'], *asked, DOCTOR, *[f'families {b}' for b in im['families']], JOB]))
     res['rows'] = [rows[k] for k in order if k in rows]
     for path, text in ((results_path(res['image'], 'json'), json.dumps(res, indent=1) + '\n'), (results_path(res['image'], 'md'), table(res))):
         tmp = path.with_name(path.name + '.tmp'); tmp.write_text(text); tmp.replace(path)
