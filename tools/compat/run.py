@@ -2,10 +2,10 @@
 
 `./run.sh compat` builds the Kaggle stand-in (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) and runs this
 script in it; `./run.sh compat colab` builds the Colab stand-in (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt).
-Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then, for Kaggle,
-the family matrix; then the default job (`tpututor train` on the embedded data: Kaggle's as the README runs it,
-Colab's on 600 rows in 3 folds with the xla backend, IMAGES' `job`); then `tpututor doctor` as a user runs it, and
-against a combination known to be bad there (IMAGES' `doctor`). Results go to tools/compat/results-IMAGE.md (shown on
+Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then
+`tpututor doctor` as a user runs it, and against combinations known to be bad there (IMAGES' `doctor`); then, for
+Kaggle, the family matrix; then the default job (`tpututor train` on the embedded data: Kaggle's as the README runs it,
+Colab's on 600 rows in 3 folds with the xla backend, IMAGES' `job`). Results go to tools/compat/results-IMAGE.md (shown on
 the docs' install page) and results-IMAGE.json, with the Python and framework versions, the date, the pin file's hash
 and the package code's hash, and each row with the package code's hash and the date it ran on; full logs to
 runs/compat/IMAGE/.
