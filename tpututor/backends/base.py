@@ -286,6 +286,9 @@ class Backend:
     other_encoders:bool = True  # it also loads encoders of architectures outside `FAMILIES`
     decoders:bool = False       # it trains decoder LLMs (`DECODERS`) as classifiers
     why_not:str = ''            # why it cannot run the families it leaves out, said when it refuses one
+    # head kind -> how it builds it (`tpututor.tasks.declare_heads`): the tasks it trains; a task of another kind is
+    # refused before any work (`tpututor.config.check_task`)
+    heads:dict = {}
     baseline:bool = False       # a baseline: a refusal names it only where nothing else runs the family
     options:tuple = ()          # settings it acts on that others ignore: 'lora', 'model_parallel', 'pure_bf16', 'pack'
     speed_options:bool = True   # batch size, length buckets and precision act on it (the speed defaults apply)
