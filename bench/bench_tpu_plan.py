@@ -44,6 +44,7 @@ CONFIGS = {
     'bert-large-uncased': dict(_BERT, **_LARGE),
     'roberta-base': _ROBERTA,
     'roberta-large': dict(_ROBERTA, **_LARGE),
+    'xlm-roberta-base': dict(_ROBERTA, model_type='xlm-roberta', vocab_size=250002),
     'microsoft/deberta-v3-base': _DEBERTA,
     'distilbert-base-uncased': dict(model_type='distilbert', vocab_size=30522, dim=768, n_layers=6, n_heads=12,
                                     hidden_dim=3072, max_position_embeddings=512),
@@ -62,11 +63,11 @@ def _row(model, batch, length, precision='bf16', acc='v5e-8', lora=0, mp=1, **kw
     return dict(model=model, batch=batch, length=length, precision=precision, accelerator=acc, lora=lora,
                 model_parallel=mp, **kw)
 
-# every family the keras backend trains, tiny / base / large, the three precisions, two batches, two lengths, a decoder
-# LLM with LoRA on a 4 x 2 mesh; v5e-8 and v6e-8
+# every family the keras backend trains, tiny / base / large, vocabularies of 30,522 to 250,002 tokens, the three
+# precisions, two batches, two lengths, a decoder LLM with LoRA on a 4 x 2 mesh; v5e-8 and v6e-8
 GRID = [
     _row('bert-base-uncased', 16, 128), _row('bert-base-uncased', 32, 128), _row('bert-base-uncased', 16, 128, 'fp32'),
-    _row('bert-base-uncased', 16, 128, 'pure_bf16'), _row('roberta-base', 16, 128),
+    _row('bert-base-uncased', 16, 128, 'pure_bf16'), _row('roberta-base', 16, 128), _row('xlm-roberta-base', 16, 128),
     _row('microsoft/deberta-v3-base', 16, 128), _row('bert-large-uncased', 16, 128), _row('roberta-large', 8, 256),
     *[_row('tiny bert', b, t, p) for b, t, p in
       ((32, 128, 'bf16'), (64, 128, 'bf16'), (32, 256, 'bf16'), (32, 128, 'fp32'), (32, 128, 'pure_bf16'))],

@@ -78,9 +78,9 @@ def _compiled(args)->dict: # `tpu_plan`'s result
     cfg = TrainConfig(model=args.model, max_len=max(lengths or [args.max_len]), batch_size=args.batch_size,
                       precision=args.precision, lora=args.lora, model_parallel=args.model_parallel, epochs=args.epochs)
     xla = getattr(args, 'backend', 'keras') == 'xla'
-    if xla:   # torch_xla traces the step in a child process; no largest-batch search yet
+    if xla:   # torch_xla traces the step in a child process
         from tpututor.models.xla_tpu import xla_tpu_plan
-        r = xla_tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds)
+        r = xla_tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds, search=args.search or None)
     else:
         import_keras()
         from tpututor.models.keras_tpu import tpu_plan
@@ -120,7 +120,6 @@ def _compiled(args)->dict: # `tpu_plan`'s result
                           f"{worst['total'] / 1e9:.2f} GB a device, compiled by libtpu {r['libtpu']}: more than a "
                           f"{args.accelerator} device's {worst['hbm'] / 1e9:.1f} GB. "
                           + (f"use batch_size={lb} (it compiles and fits)" if lb else
-                             "use a smaller --batch-size (no largest-batch search for the xla backend yet)" if xla else
                              "not even one row fits: use a shorter max_len, precision='pure_bf16', lora=8 or "
                              "model_parallel=2"))
     return r

@@ -219,10 +219,11 @@ def largest_batch_compiled(
     length:int|None=None,      # the longest padded length (default: cfg.max_len)
     tries:int=3,               # compiles to confirm a candidate before giving up
     first:dict|None=None,      # the training program at cfg.batch_size, when compiled already (`compile_run`)
+    run=None,                  # compiles a run's programs as `compile_run` does (default: it; the xla backend's too)
 )->dict:                       # rows per replica that fit, and the line (bytes at 0 rows, bytes a row), compiles made
     "The most rows per replica whose training step libtpu compiles within a device's HBM"
     L, b1 = length or cfg.max_len, cfg.batch_size
-    at = lambda b: compile_run(cfg, accelerator, [L], predict=False, batch_size=b)[0]
+    at = lambda b: (run or compile_run)(cfg, accelerator, [L], predict=False, batch_size=b)[0]
     p1, n = (first, 0) if first else (at(b1), 1)
     if not p1['fits'] and b1 > 1: b1, p1, n = 1, at(1), n + 1
     if not p1['fits']: return dict(batch=0, base=p1['total'], per_row=None, compiles=n, total=p1['total'],

@@ -10,7 +10,8 @@ import gc, json, os, re, subprocess, sys, tempfile, time
 import numpy as np
 from ..config import TrainConfig
 from ..devices.tpu import tpu_devices, libtpu_version, quiet_stderr, TPUCompileError
-from .keras_tpu import config_only, compiled_figures, refused, plan_figures, program_key
+from .keras_tpu import (config_only, compiled_figures, refused, plan_figures, program_key,
+                                       largest_batch_compiled)
 
 # %% auto #0
 __all__ = ['alias_outputs', 'compile_stablehlo', 'trace_step', 'export_steps', 'compile_xla_run', 'xla_tpu_plan']
@@ -201,10 +202,15 @@ def xla_tpu_plan(
     rows:int|None=None,        # training rows of the whole data (None: no job time)
     folds:int=5,               # folds of the k-fold job
     programs:list|None=None,   # `compile_xla_run`'s programs, when compiled already (default: compile them)
-)->dict:                       # programs with the estimate beside each training one, job seconds, versions
+    search:bool|None=None,     # look for the largest batch that fits (default: only when the asked one does not)
+)->dict:                       # programs with the estimate beside each training one, job seconds, largest batch
     "The xla run's programs compiled by libtpu for `accelerator`, with the estimate and the roofline job time"
     import jax
     progs = programs or compile_xla_run(cfg, accelerator, sorted(lengths or [cfg.max_len]))
-    return dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__, backend='xla',
-                devices=len(tpu_devices(accelerator)),
-                **plan_figures(cfg, progs, rows, folds, devices=len(tpu_devices(accelerator))))
+    n = len(tpu_devices(accelerator))
+    out = dict(accelerator=accelerator, libtpu=libtpu_version(), jax=jax.__version__, backend='xla', devices=n,
+               **plan_figures(cfg, progs, rows, folds, devices=n))
+    longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
+    if search or (search is None and not longest['fits']):
+        out['largest'] = largest_batch_compiled(cfg, accelerator, longest['length'], first=longest, run=compile_xla_run)
+    return out
