@@ -149,7 +149,7 @@ KEEPING = ('time_limit', 'save_minutes', 'save_steps')
 
 # %% ../nbs/04_config.ipynb #79e0440f
 # settings only some backends act on (`Backend.options`), with the value that turns each off
-OPTIONAL = dict(lora=0, model_parallel=1, pack=False)
+OPTIONAL = dict(lora=0, model_parallel=1, pack=False, steps_per_execution=None)
 
 def check_options(
     cfg:TrainConfig,   # the run's config

@@ -345,7 +345,7 @@ class KerasBackend(Backend):
     other_encoders, decoders = False, True
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
     # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.models.keras_packed`)
-    options = ('lora', 'model_parallel', 'pure_bf16', 'pack')
+    options = ('lora', 'model_parallel', 'pure_bf16', 'pack', 'steps_per_execution')
     resumable = True       # a fit saves its state and continues from it (`tpututor.models.keras_state`)
     keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)
     @classmethod

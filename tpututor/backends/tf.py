@@ -364,6 +364,7 @@ class TfBackend(Backend):
     framework, extra = 'tensorflow', 'tf'
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     why_not = "transformers has no TensorFlow class for it"
+    options = ('steps_per_execution',)   # steps in one call into the device, as Keras' `steps_per_execution`
     why_not_resumable = ("not yet: tf-keras draws dropout from TensorFlow's stateful random ops, whose state cannot be "
                          "read back, and keeps the data position in a tf.data iterator, whose checkpoint is "
                          "TensorFlow's own format rather than safetensors")
