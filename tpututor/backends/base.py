@@ -363,7 +363,8 @@ class Backend:
     ):
         "Start the devices before the backend is made; one host with the devices as they are, unless it says otherwise"
         if coordinator:
-            raise ValueError(f"--coordinator joins the hosts of a multi-host run; backend {cls.name!r} runs on one host")
+            raise ValueError(f"--coordinator joins the hosts of a multi-host run; backend {cls.name!r} runs on one "
+                             "host")
     @classmethod
     def auto(cls,
         tpu:bool,   # is this a TPU host
@@ -373,7 +374,7 @@ class Backend:
         return None
     @classmethod
     def runs(cls,
-        family:str|None, # a family (`tpututor.models.families.family_of`), or None for an architecture not in the tables
+        family:str|None, # a family (`tpututor.models.families.family_of`); None: an architecture not in the tables
     )->bool:
         "Does this backend train and predict with checkpoints of `family`?"
         if family in DECODERS: return cls.decoders
@@ -390,7 +391,7 @@ class Backend:
     # ---- the contract itself: not a hook to override
     @classmethod
     def check_contract(cls, name:str=''):
-        "This class read against the `Backend` body (`check_backend`); the registry calls it when it registers the class"
+        "This class read against the `Backend` body (`check_backend`); the registry calls it when it registers it"
         check_backend(cls, name)
 
 # %% ../../nbs/backends/00_base.ipynb #chkbk001cd

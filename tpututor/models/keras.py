@@ -206,9 +206,9 @@ def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
     """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
-    (`HEADS`, by the task's head kind) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
-    distribution. Weights not loaded from the checkpoint (the head, LoRA adapters) get their first values from one
-    compiled program (`tpututor.devices.jax.init_in_one_program`)"""
+    (`HEADS`, by the task's head kind) on the mean of the tokens (an encoder) or the last real token (a decoder),
+    under the current distribution. Weights not loaded from the checkpoint (the head, LoRA adapters) get their first
+    values from one compiled program (`tpututor.devices.jax.init_in_one_program`)"""
     with init_in_one_program(): return _network(cfg)   # first weights from one program, not an eager op each
 
 # %% ../../nbs/models/05_keras.ipynb #7aedf02e
