@@ -1,4 +1,4 @@
-"""The command line: k-fold fine-tune and ensemble from a CSV, or the embedded default, with errors that say what to fix
+"""`tpututor` and its subcommands (train, predict, blend, cache, plan, doctor), with errors that say what to fix
 
 Docs: https://tpututor.github.io/tpututor/cli.html.md"""
 
