@@ -160,6 +160,8 @@ def check_options(
     asked = {k: f"{k}={getattr(cfg, k)}" for k, off in OPTIONAL.items() if getattr(cfg, k) != off}
     if cfg.precision == 'pure_bf16': asked['pure_bf16'] = "precision='pure_bf16'"
     acts = lambda b: set(getattr(backend_class(b), 'options', ())) if b in backend_names() else set()
+    if backend in backend_names() and not getattr(backend_class(backend), 'speed_options', True):
+        asked.pop('steps_per_execution', None)   # a speed setting, which a backend without speed options ignores
     bad = [k for k in asked if k not in acts(backend)]
     if not bad: return
     names = [repr(b) for b in backend_names() if set(bad) <= acts(b)]
