@@ -160,7 +160,7 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '03_frameworks', '03a_jax', '04_parallelism'], LESSONS
+                                         '03_frameworks', '03a_jax', '04_parallelism', '05_training_memory'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
     for nb in LESSONS:
