@@ -17,7 +17,7 @@ from common import report, table, provenance, track_imports, smoke_alone, SMOKE
 
 DIMS = dict(hidden=128, layers=1, ffn=512, vocab=1024, seq=128) if SMOKE else \
     dict(hidden=768, layers=2, ffn=3072, vocab=30522, seq=128)
-ROWS = (2, 4) if SMOKE else (16, 32)            # rows a chip: two batches, the line through them
+ROWS = (2, 4) if SMOKE else (32, 128)           # rows a chip: two batches, the line through them
 SETTINGS = {                                     # name -> (precision, remat, donate, accelerator)
     'bf16': ('bf16', 'off', True, 'v5e-8'),
     'bf16, remat full': ('bf16', 'full', True, 'v5e-8'),

@@ -239,6 +239,7 @@ ANSWER_FIGURES = {
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
     '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
     '04_parallelism': {1: ['0.295 ms'], 2: ['7.08 MB', '0.035 ms']},
+    '05_training_memory': {1: ['4.135', '8.273'], 2: ['2.11 GB', '48']},
 }
 
 def _figure(f:str):

@@ -30,42 +30,44 @@ for r in rec_.values():
     for rows, x in r['by_rows'].items():
         test_eq(x['weights'], var * n_); test_eq(x['optimizer'], 2 * var * n_)
         test_eq(x['total'], x['weights'] + x['optimizer'] + x['batch'] + x['outputs'] + x['temporaries'])
-    a, b = r['by_rows']['16']['temporaries'], r['by_rows']['32']['temporaries']
-    test_close(r['per_row'], (b - a) / 16, eps=1e-6)
-    assert r['per_row'] > 0 and r['fixed'] > 0, r['setting']
+    lo_, hi_ = sorted(r['by_rows'], key=int)
+    a, b = r['by_rows'][lo_]['temporaries'], r['by_rows'][hi_]['temporaries']
+    test_close(r['per_row'], (b - a) / (int(hi_) - int(lo_)), eps=1e-6)
+    assert r['per_row'] > 0, r['setting']
 
 # %% after mem00025
-assert runs['fp32']['per_row'] > 1.5 * runs['bf16']['per_row']                  # float32 activations: about twice
-test_close(runs['pure_bf16']['by_rows']['32']['weights'] * 2, runs['bf16']['by_rows']['32']['weights'], eps=1e-9)
+assert 1.3 < runs['fp32']['per_row'] / runs['bf16']['per_row'] < 2, runs   # float32 activations: not twice
+test_close(at('pure_bf16')['weights'] * 2, at('bf16')['weights'], eps=1e-9)
 
 # %% after mem00028
-f_, m_, o_ = (runs[s]['by_rows']['32'] for s in ('bf16, remat full', 'bf16, remat matmuls', 'bf16'))
+f_, m_, o_ = (at(s) for s in ('bf16, remat full', 'bf16, remat matmuls', 'bf16'))
 assert f_['temporaries'] < m_['temporaries'] < o_['temporaries'], (f_, m_, o_)
 assert f_['flops'] > m_['flops'] > o_['flops'] * 0.999, (f_['flops'], m_['flops'], o_['flops'])
 assert 1.1 < f_['flops'] / o_['flops'] < 1.5, f_['flops'] / o_['flops']         # about a third more: a forward again
 
 # %% after mem00031
-nd, d = runs['bf16, no donation']['by_rows']['32'], runs['bf16']['by_rows']['32']
-test_close(nd['outputs'], 3 * d['weights'], eps=1e-3)                           # new weights and both moments beside
+nd, d = runs['bf16, no donation']['by_rows'][hi], runs['bf16']['by_rows'][hi]
+assert abs(nd['outputs'] / (3 * d['weights']) - 1) < 1e-3, nd                           # new weights and both moments beside
 assert d['outputs'] < 1000 and nd['total'] > d['total']
 
 # %% after mem00034
+assert abs(runs['bf16, v6e-8']['by_rows'][hi]['total'] / runs['bf16']['by_rows'][hi]['total'] - 1) < 0.02
 for s_name, r in runs.items():
-    est = r['by_rows']['32']['estimate']['total'] / r['by_rows']['32']['total'] - 1
+    est = r['by_rows'][hi]['estimate']['total'] / r['by_rows'][hi]['total'] - 1
     assert abs(est) < 0.6, (s_name, est)
 
-# %% after mem00038
-ks = memory_split(kept, tiny, 'bf16')
-test_close(ks['outputs'], 3 * 4 * n_tiny, eps=1e-3)                            # weights and both moments, new buffers
-test_eq(f"{ks['outputs'] / 1e6:.3f}, {sp['total'] / 1e6:.2f}, {ks['total'] / 1e6:.2f}", '4.135, 4.14, 8.27')
-
 # %% after mem00040
+ks = memory_split(kept, tiny, 'bf16')
+assert abs(ks['outputs'] / (3 * 4 * n_tiny) - 1) < 1e-3, ks                            # weights and both moments, new buffers
+test_eq(f"{ks['outputs'] / 1e6:.3f}, {sp['total'] / 1e6:.3f}, {ks['total'] / 1e6:.3f}", '4.135, 4.138, 8.273')
+
+# %% after mem00042
 test_eq(max(('weights', 'gradients', 'optimizer', 'activations'), key=plan.get), 'activations')
 
-# %% after mem00044
+# %% after mem00046
 from tpututor.lessons.exercises import _adamw_bytes
 test_eq(_adamw_bytes(tiny, 'bf16'), sp['optimizer'])                            # the exercise's answer is the compiler's
-test_eq(_adamw_bytes(bert_shapes(), 'pure_bf16'), runs['pure_bf16']['by_rows']['32']['optimizer'])
+test_eq(_adamw_bytes(bert_shapes(), 'pure_bf16'), runs['pure_bf16']['by_rows'][hi]['optimizer'])
 ns = {'np': np}; exec(exercise('adamw_bytes').solution().code, ns)
 test_eq(bool(exercise('adamw_bytes').check(ns['adamw_bytes'])), True)
 test_eq(bool(exercise('adamw_bytes').check(adamw_bytes)), False)                # the stub, as a learner first runs it
