@@ -47,7 +47,7 @@ assert 1.1 < f_['flops'] / o_['flops'] < 1.5, f_['flops'] / o_['flops']         
 
 # %% after mem00031
 nd, d = runs['bf16, no donation']['by_rows'][hi], runs['bf16']['by_rows'][hi]
-assert abs(nd['outputs'] / (3 * d['weights']) - 1) < 1e-3, nd                           # new weights and both moments beside
+assert abs(nd["outputs"] / (3 * d["weights"]) - 1) < 1e-3, nd          # new weights and both moments beside
 assert d['outputs'] < 1000 and nd['total'] > d['total']
 
 # %% after mem00034
@@ -58,7 +58,7 @@ for s_name, r in runs.items():
 
 # %% after mem00040
 ks = memory_split(kept, tiny, 'bf16')
-assert abs(ks['outputs'] / (3 * 4 * n_tiny) - 1) < 1e-3, ks                            # weights and both moments, new buffers
+assert abs(ks["outputs"] / (3 * 4 * n_tiny) - 1) < 1e-3, ks           # weights and moments, new buffers
 test_eq(f"{ks['outputs'] / 1e6:.3f}, {sp['total'] / 1e6:.3f}, {ks['total'] / 1e6:.3f}", '4.135, 4.138, 8.273')
 
 # %% after mem00042
@@ -66,7 +66,7 @@ test_eq(max(('weights', 'gradients', 'optimizer', 'activations'), key=plan.get),
 
 # %% after mem00046
 from tpututor.lessons.exercises import _adamw_bytes
-test_eq(_adamw_bytes(tiny, 'bf16'), sp['optimizer'])                            # the exercise's answer is the compiler's
+test_eq(_adamw_bytes(tiny, "bf16"), sp["optimizer"])                   # the answer is the compiler's
 test_eq(_adamw_bytes(bert_shapes(), 'pure_bf16'), runs['pure_bf16']['by_rows'][hi]['optimizer'])
 ns = {'np': np}; exec(exercise('adamw_bytes').solution().code, ns)
 test_eq(bool(exercise('adamw_bytes').check(ns['adamw_bytes'])), True)
