@@ -6,10 +6,11 @@
 #   ./run.sh bench [NAME]   the benchmarks in bench/ (bench/run.py); --stale: only what is stale, then the notebook
 #                           outputs that show records; --smoke: every bench on tiny shapes; --check: what is stale
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)
-#   ./run.sh compat [colab] [NB...] [families] [job]
-#                           the notebooks and the default job in an environment with the versions of Kaggle's TPU image
-#                           (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) or, with `colab`, of Colab's TPU runtime
-#                           (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt); writes tools/compat/results-IMAGE.md
+#   ./run.sh compat [colab] [NB...] [families] [job] [doctor]
+#                           the notebooks, the default job and `tpututor doctor` in an environment with the versions
+#                           of Kaggle's TPU image (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) or, with
+#                           `colab`, of Colab's TPU runtime (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt);
+#                           writes tools/compat/results-IMAGE.md
 #   ./run.sh shell CMD...   any command inside the project's environment
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -37,7 +38,7 @@ case "$job" in
     if [ -x "$TPUTUTOR_VENV/bin/python" ] && [ "$("$TPUTUTOR_VENV/bin/python" -c 'import sys; print(*sys.version_info[:2], sep=".")')" != "$pyver" ]; then
       echo "== $TPUTUTOR_VENV has another Python than $pyver: making it again"; rm -rf "$TPUTUTOR_VENV"
     fi ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
 venv=${TPUTUTOR_VENV:-.venv}

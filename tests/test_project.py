@@ -51,7 +51,7 @@ def _compat():
 
 def test_compat_results_are_current():
     "Each image's recorded compat run used today's pin file and package code, on the image's Python, and every row passed"
-    import json
+    import json, re
     compat = _compat()
     assert set(compat.IMAGES) == {'kaggle', 'colab'}
     for image, im in compat.IMAGES.items():
@@ -71,11 +71,30 @@ def test_compat_results_are_current():
         ran = {r['what'] for r in res['rows']}
         listed = [n for n in im['notebooks'] if (NBS / f'{n}.ipynb').exists()]   # a list written for notebooks still to move counts once they exist
         assert not set(listed) - ran and 'default job' in ran, f"{image}: not run: {sorted(set(listed) - ran)}; {redo}"
-        assert {f'families {b}' for b in im['families']} <= ran, (image, sorted(ran))
+        assert {f'families {b}' for b in im['families']} <= ran and 'doctor' in ran, (image, sorted(ran))
+        # every row names the package code and the date it ran on; one of this run's is on its code
+        assert all(len(r['code']) == 16 and re.fullmatch(r'\d{4}-\d\d-\d\d', r['date']) for r in res['rows']), image
+        assert any(r['code'] == res['code'] and r['date'] == res['date'] for r in res['rows']), image
+        doc = next(r for r in res['rows'] if r['what'] == 'doctor')   # as shipped: exit 0; each bad combination: not 0
+        assert [c['exit'] == 0 for c in doc['checks']] == [True] + [False] * len(im['doctor']), doc['checks']
     kaggle, colab = (json.loads(compat.results_path(i, 'json').read_text()) for i in ('kaggle', 'colab'))
     assert kaggle['python'].startswith('3.12.') and colab['python'].startswith('3.13.'), (kaggle['python'], colab['python'])
     assert kaggle['versions']['torch_xla'].startswith('2.8') and colab['versions']['torch_xla'].startswith('2.9')
     assert kaggle['versions']['keras-hub'] and colab['versions']['tensorflow-cpu'] is None   # KerasHub is Kaggle's; neither TensorFlow on Colab
+
+def test_compat_older_rows():
+    "A row run on older package code is marked with that code and its date in the table; this run's rows are not"
+    compat = _compat()
+    res = dict(image='colab', date='2026-12-02', python='3.13.0', machine='m', code='b' * 16, pins='p', versions={},
+               rows=[dict(what='tutorials/03_xla_ranking', ok=True, seconds=60, code='a' * 16, date='2026-11-26'),
+                     dict(what='doctor', ok=True, seconds=2, code='b' * 16, date='2026-12-02'),
+                     dict(what='default job', ok=False, seconds=5, detail='x', code='a' * 16, date='2026-11-26')])
+    text = compat.table(res)
+    assert '| tutorials/03_xla_ranking | passed, older code `aaaaaaaa…`, 2026-11-26 | 60 |' in text, text
+    assert '| doctor | passed | 2 |' in text and '| default job | **failed**, older code `aaaaaaaa…`, 2026-11-26 |' in text
+    assert '2 of them on older package code' in text and 'a row marked older code ran on' in text, text
+    del res['rows'][0], res['rows'][-1]
+    assert 'older code' not in compat.table(res)
 
 def test_compat_notebook_names():
     "`./run.sh compat` takes notebooks as paths under nbs/, with or without 'nbs/' and '.ipynb', and refuses one that is not there"
@@ -131,7 +150,7 @@ def test_tested_on_table(tmp_path):
     full = tested_on(tmp_path)
     assert '| GPU | NVIDIA H100 80GB HBM3 | the GPU benchmark (`bench/bench_gpu.py`) | 2026-11-24 |' in full, full
     assert '| GPU | NVIDIA H200, Python 3.12.3 | the predict benchmark (`bench/bench_predict.py`) | 2026-11-26 |' in full and 'x16' not in full, full
-    assert "| CPU | Intel Xeon x2, Python 3.13.0 | the notebooks and the default job with Colab's TPU runtime versions (`./run.sh compat colab`) | 2026-11-26 |" in full, full
+    assert "| CPU | Intel Xeon x2, Python 3.13.0 | the notebooks, the doctor and the default job with Colab's TPU runtime versions (`./run.sh compat colab`) | 2026-11-26 |" in full, full
     assert '| TPU | not yet |' in full and len(full.strip().splitlines()) == 2 + 5, full
     (tmp_path / 'bench' / 'results' / 'tpu_plan.json').write_text(json.dumps([   # compiled for a TPU here, never run on one
         {**row('Intel Xeon x2, Python 3.11.7', '2026-12-02'), 'compiled_for': 'TPU v5e-8, v6e-8', 'libtpu': '0.0.42.1'}]))
@@ -160,7 +179,7 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '03_frameworks', '03a_jax', '04_parallelism', '05_training_memory'], LESSONS
+                                         '02c_jax_watch', '03_frameworks', '03a_jax', '04_parallelism', '05_training_memory'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
     for nb in LESSONS:
@@ -235,6 +254,7 @@ ANSWER_FIGURES = {
                       2: ['6 rows: RuntimeError', 'f32[6,4]'], 3: ["'EagerOpExecuteTime': 4"]},
     '02b_xla_devices': {1: ['RuntimeError: SPMD mode must be switched on'],
                         2: ['a @ a: torch.bfloat16', 'softmax: torch.float32', '(a @ a) + a: torch.float32']},
+    '02c_jax_watch': {1: ['4 calls, 3 programs'], 2: ['static n: 2 programs', 'traced n: 1 program']},
     '03_frameworks': {1: ['torch_xla → jax → tensorflow', "'works': True"],
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
     '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},

@@ -37,7 +37,7 @@ def records(root:Path=ROOT)->list:
     for p in sorted((root / 'tools' / 'compat').glob('results-*.json')):
         r = json.loads(p.read_text())
         out.append(dict(platform=_platform(r['machine']), machine=r['machine'], python=r['python'], date=r['date'],
-                        what=f"the notebooks and the default job with {r['title']} (`{r['command']}`)"))
+                        what=f"the notebooks, the doctor and the default job with {r['title']} (`{r['command']}`)"))
     return out
 
 def tested_on(root:Path=ROOT)->str:

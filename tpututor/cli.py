@@ -1,4 +1,4 @@
-"""The command line: k-fold fine-tune and ensemble from a CSV, or the embedded default, with errors that say what to fix
+"""`tpututor` and its subcommands (train, predict, blend, cache, plan, doctor), with errors that say what to fix
 
 Docs: https://tpututor.github.io/tpututor/cli.html.md"""
 
@@ -8,7 +8,7 @@ Docs: https://tpututor.github.io/tpututor/cli.html.md"""
 from __future__ import annotations
 import argparse, sys
 from .rundir import RunDirError
-from .commands import train, predict, cache, plan, doctor
+from .commands import train, predict, blend, cache, plan, doctor
 
 # %% auto #0
 __all__ = ['USER_ERRORS', 'COMMANDS', 'parser', 'main']
@@ -19,7 +19,7 @@ def parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog='tpututor', description='Fine-tune Hugging Face transformers with k-fold ensembling, on TPU, GPU or CPU.')
     sub = p.add_subparsers(dest='command', required=True)
-    for add in (train.train_parser, predict.predict_parser, predict.blend_parser, cache.cache_parser,
+    for add in (train.train_parser, predict.predict_parser, blend.blend_parser, cache.cache_parser,
                 plan.plan_parser, doctor.doctor_parser): add(sub)
     return p
 
@@ -27,7 +27,7 @@ def parser()->argparse.ArgumentParser:
 USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError,
                ModuleNotFoundError, NotImplementedError, MemoryError, doctor.DoctorError)
 # subcommand -> what runs it
-COMMANDS = {'train': train.train, 'predict': predict.predict, 'blend': predict.blend, 'cache': cache.cache,
+COMMANDS = {'train': train.train, 'predict': predict.predict, 'blend': blend.blend, 'cache': cache.cache,
             'plan': plan.plan, 'doctor': doctor.doctor_cmd}
 
 def main(argv=None)->int:

@@ -13,13 +13,13 @@ import numpy as np
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .flops import train_flops
 from .budget import parse_duration
-from .tasks import TASKS, PAIR_TASKS, Task, get_task
+from .tasks import TASKS, PAIR_TASKS, TASK_TABLE, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
-           'check_options', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
-           'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
+           'check_options', 'task_backends', 'head_of', 'check_task', 'check_run', 'check_targets', 'n_rows', 'take',
+           'row_lengths', 'width', 'features', 'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
 # %% ../nbs/04_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')
@@ -149,7 +149,7 @@ KEEPING = ('time_limit', 'save_minutes', 'save_steps')
 
 # %% ../nbs/04_config.ipynb #79e0440f
 # settings only some backends act on (`Backend.options`), with the value that turns each off
-OPTIONAL = dict(lora=0, model_parallel=1, pack=False)
+OPTIONAL = dict(lora=0, model_parallel=1, pack=False, steps_per_execution=None)
 
 def check_options(
     cfg:TrainConfig,   # the run's config
@@ -167,6 +167,43 @@ def check_options(
     raise ValueError(f"{' and '.join(asked[k] for k in bad)} act{'s' if len(bad) == 1 else ''} only in backend "
                      f"{who}, not in {backend!r}: use {who}, or leave them out")
 
+# %% ../nbs/04_config.ipynb #208a57de
+def task_backends(
+    task:str,   # a task's name (`tpututor.tasks.TASKS`)
+)->tuple:       # names of the registered backends that train it, in `backend_names` order
+    "The backends whose declared heads (`Backend.heads`) hold the head kind of `task`, plugins included"
+    from tpututor.backends.registry import backend_names, backend_class
+    kind = get_task(task).kind
+    def runs(b):
+        try: return kind in (getattr(backend_class(b), 'heads', None) or {})
+        except ImportError: return False   # a registered backend whose package is missing here runs nothing
+    return tuple(b for b in backend_names() if runs(b))
+
+def head_of(
+    task:str,             # the run's task (`TrainConfig.task`)
+    backend:str,          # the backend's name
+    heads:dict|None=None, # its declared heads (default: those of the class registered as `backend`)
+):                        # the `tpututor.tasks.Head` it declares for the task's head kind
+    "The head `backend` builds for the run's task, or a ValueError naming the backends that train the task"
+    from tpututor.backends.registry import backend_class
+    heads, spec = getattr(backend_class(backend), 'heads', None) or {} if heads is None else heads, get_task(task)
+    if spec.kind in heads: return heads[spec.kind]
+    runs = [t.name for t in TASK_TABLE if t.kind in heads]
+    who = [b for b in task_backends(task) if b != backend]
+    raise ValueError(
+        f"backend {backend!r} cannot train task {task!r} ({spec.head_kind.layer}): it trains "
+        f"{', '.join(runs) if runs else 'no task (its class declares no `heads`)'}. "
+        + (f"Use backend {' or '.join(map(repr, who))}, which train{'s' if len(who) == 1 else ''} it"
+           if who else "No registered backend trains it"))
+
+def check_task(
+    cfg:TrainConfig,   # the run (its task)
+    backend:str,       # the backend's name
+):
+    "Refuse a task whose head kind `backend` declares no head for, naming the backends that train it"
+    from tpututor.backends.registry import backend_names
+    if backend in backend_names(): head_of(cfg.task, backend)
+
 # %% ../nbs/04_config.ipynb #b71edc00
 def check_run(
     cfg:TrainConfig,        # the run
@@ -174,9 +211,10 @@ def check_run(
     devices:int|None=None,  # devices over every process (None: not known yet; the mesh is checked when they are)
     processes:int=1,        # processes of a multi-host run
 )->Checkpoint:              # the run's model, resolved
-    """Everything a run cannot do, refused once before any work: a family the backend cannot run, a KerasHub preset
-    it cannot read, options it ignores, what the backend itself refuses (`Backend.check_config`), a model axis
-    across hosts"""
+    """Everything a run cannot do, refused once before any work: a task the backend declares no head for, a family
+    it cannot run, a KerasHub preset it cannot read, options it ignores, what the backend itself refuses
+    (`Backend.check_config`), a model axis across hosts"""
+    check_task(cfg, backend)
     ck = checkpoint(cfg.model).check(backend)
     check_options(cfg, backend)
     from tpututor.backends.registry import backend_names, backend_class
@@ -257,10 +295,10 @@ def check_inputs(
 )->int:                # rows
     "Check `data` has the shape the task takes; a TypeError says what to pass instead"
     pair = isinstance(data, tuple)
-    scores = cfg.spec.head == 'scores'   # trained on pairs, scores one text at a time: predicts single texts too
-    if cfg.pair and not pair and not (scores and what == 'predict'):
+    kind = cfg.spec.head_kind   # `scores_texts`: trained on pairs, scores one text at a time, so predicts one text
+    if cfg.pair and not pair and not (kind.scores_texts and what == 'predict'):
         raise TypeError(
-            f"task {cfg.task!r} takes pairs of texts: pass ({'more, less' if scores else 'question, answer'}) "
+            f"task {cfg.task!r} takes pairs of texts: pass ({', '.join(kind.texts)}) "
                         "as a tuple of two Encoded, e.g. (encode(tok, a), encode(tok, b))")
     if pair and not cfg.pair:
         raise TypeError(

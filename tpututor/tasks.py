@@ -1,4 +1,4 @@
-"""The five fine-tuning tasks in one table: targets, head, activation, loss, metrics and main metric
+"""The five fine-tuning tasks in one table, each naming its head kind, and the heads a backend declares for the kinds it runs
 
 Docs: https://tpututor.github.io/tpututor/tasks.html.md"""
 
@@ -12,8 +12,8 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOSSES_NP', 'TASK_TABLE', 'TASK', 'TASKS', 'PAIR_TASKS', 'class_metrics', 'spearman_metrics', 'regression_metrics',
-           'pair_metrics', 'Task', 'get_task']
+__all__ = ['LOSSES_NP', 'HEAD_KINDS', 'TASK_TABLE', 'TASK', 'TASKS', 'PAIR_TASKS', 'class_metrics', 'spearman_metrics',
+           'regression_metrics', 'pair_metrics', 'HeadKind', 'Head', 'declare_heads', 'Task', 'get_task']
 
 # %% ../nbs/02_tasks.ipynb #ef250aa1
 def class_metrics(y, pred)->dict: # accuracy, f1 (binary) or f1_macro, and ROC AUC where every class occurs
@@ -69,22 +69,75 @@ def _margin(y, p, m): return np.mean(np.maximum(0, m - (p[:, 0] - p[:, 1])))
 
 LOSSES_NP = {'cross_entropy': _xent, 'binary_cross_entropy': _bxent, 'mse': _mse, 'margin': _margin}
 
-# %% ../nbs/02_tasks.ipynb #f390155d
+# %% ../nbs/02_tasks.ipynb #0ce4ddaa
 @dataclass(frozen=True)
-class Task:
-    "One row of the task table"
-    name:str              # as `TrainConfig.task` spells it
+class HeadKind:
+    "What one kind of head computes: the part of a task each backend that runs it builds (`Backend.heads`)"
+    name:str              # as `Task.kind` and the backends' `heads` name it
     pair:bool             # trains on two texts per row, each through the same encoder
     # 'classes' (int ids), 'unit' (floats in [0, 1]), 'real' (any floats); None: the order is the label
     targets:str|None
-    # 'linear' (one text), 'scores' (one score per text of a pair), 'siamese' (on [u, v, |u-v|, u*v])
-    head:str
     activation:str|None   # what turns the head's outputs into predictions: 'softmax', 'sigmoid' or None
     loss:str              # 'cross_entropy', 'binary_cross_entropy', 'mse' or 'margin' (keys of `LOSSES_NP`)
+    layer:str             # what the head is, in words
+    texts:tuple=()        # a pair's two texts, as the command line's --text help names them
+    scores_texts:bool=False # trained on pairs, it scores one text at a time: it predicts single texts too
+
+HEAD_KINDS = {k.name: k for k in (
+    HeadKind('classes', False, 'classes', 'softmax', 'cross_entropy', 'a linear layer on the text: class logits'),
+    HeadKind('multilabel', False, 'unit', 'sigmoid', 'binary_cross_entropy',
+             'a linear layer on the text: a logit per target column'),
+    HeadKind('regression', False, 'real', None, 'mse', 'a linear layer on the text: a value per target column'),
+    HeadKind('ranking', True, None, None, 'margin', 'one linear scorer applied to each text of a pair',
+             texts=('more', 'less'), scores_texts=True),
+    HeadKind('siamese', True, 'unit', 'sigmoid', 'binary_cross_entropy',
+             'a linear layer on [u, v, |u - v|, u * v] of the two texts', texts=('question', 'answer')),
+)}
+
+# %% ../nbs/02_tasks.ipynb #d07e5498
+@dataclass(frozen=True)
+class Head:
+    """One head kind as one backend builds it: the head on the encoder's text vectors and the loss that trains it,
+    each in the backend's framework, called with the arguments its network builder passes"""
+    build:Callable            # the head: its outputs from the text vectors (or, for a non-network backend, its fit)
+    loss:Callable|None=None   # the kind's training loss (None: the head trains with its own solver, as scikit-learn)
+    width:int=1               # text vectors the head's layer reads side by side ([u, v, |u - v|, u * v]: 4)
+    predict:Callable|None=None # predictions from a fitted head, where no network gives them (scikit-learn)
+
+def declare_heads(
+    **heads:Head,   # head kind (a key of `HEAD_KINDS`) -> how the backend builds it
+)->dict:            # what a backend sets as its `heads`
+    "A backend's heads, one per head kind it runs, the kinds checked against `HEAD_KINDS`"
+    bad = [k for k in heads if k not in HEAD_KINDS]
+    if bad: raise ValueError(f"head kind(s) {', '.join(map(repr, bad))} unknown: the kinds are {', '.join(HEAD_KINDS)}")
+    if not_heads := [k for k, h in heads.items() if not isinstance(h, Head)]:
+        raise TypeError(f"heads {not_heads} must be `tpututor.tasks.Head`s (a build and a loss)")
+    return heads
+
+# %% ../nbs/02_tasks.ipynb #f390155d
+@dataclass(frozen=True)
+class Task:
+    "One row of the task table: a name, the head kind it trains (`HEAD_KINDS`), how it is judged"
+    name:str              # as `TrainConfig.task` spells it
+    kind:str              # its head kind, a key of `HEAD_KINDS`: what every backend that runs it builds
     metrics:Callable      # f(y, predictions) -> dict of metrics
     main:str              # the metric that ranks runs (higher is better)
     min_outputs:int=1     # fewest outputs (classes or target columns) the task takes
     max_outputs:int|None=None # most (None: no limit)
+
+    def __post_init__(self):
+        if self.kind not in HEAD_KINDS:
+            raise ValueError(f"task {self.name!r}: head kind {self.kind!r} is not one of {', '.join(HEAD_KINDS)}")
+    @property
+    def head_kind(self)->HeadKind: return HEAD_KINDS[self.kind]   # the kind's row: pair, targets, activation, loss
+    @property
+    def pair(self)->bool: return self.head_kind.pair
+    @property
+    def targets(self)->str|None: return self.head_kind.targets
+    @property
+    def activation(self)->str|None: return self.head_kind.activation
+    @property
+    def loss(self)->str: return self.head_kind.loss
 
     def check_outputs(self, n:int):
         "Raise ValueError unless `n` outputs suit the task"
@@ -97,18 +150,11 @@ class Task:
             raise ValueError(f"{self.name} predicts one score per text: n_outputs must be {self.max_outputs}, got {n}")
 
 TASK_TABLE = (
-    Task('classification', pair=False, targets='classes', head='linear',  activation='softmax', loss='cross_entropy',
-         metrics=class_metrics, main='accuracy', min_outputs=2),
-    Task('multilabel',     pair=False, targets='unit',    head='linear',
-         activation='sigmoid', loss='binary_cross_entropy',
-         metrics=spearman_metrics, main='spearman'),
-    Task('regression',     pair=False, targets='real',    head='linear',  activation=None,      loss='mse',
-         metrics=regression_metrics, main='spearman'),
-    Task('ranking',        pair=True,  targets=None,      head='scores',  activation=None,      loss='margin',
-         metrics=pair_metrics, main='pair_agreement', max_outputs=1),
-    Task('siamese',        pair=True,  targets='unit',    head='siamese',
-         activation='sigmoid', loss='binary_cross_entropy',
-         metrics=spearman_metrics, main='spearman'),
+    Task('classification', 'classes',    class_metrics,      'accuracy', min_outputs=2),
+    Task('multilabel',     'multilabel', spearman_metrics,   'spearman'),
+    Task('regression',     'regression', regression_metrics, 'spearman'),
+    Task('ranking',        'ranking',    pair_metrics,       'pair_agreement', max_outputs=1),
+    Task('siamese',        'siamese',    spearman_metrics,   'spearman'),
 )
 TASK = {t.name: t for t in TASK_TABLE}
 TASKS = tuple(TASK)

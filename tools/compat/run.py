@@ -2,15 +2,20 @@
 
 `./run.sh compat` builds the Kaggle stand-in (.venv-compat: Python 3.12, tools/compat/kaggle-tpu.txt) and runs this
 script in it; `./run.sh compat colab` builds the Colab stand-in (.venv-colab: Python 3.13, tools/compat/colab-tpu.txt).
-Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then, for Kaggle,
-the family matrix; then the default job (`tpututor train` on the embedded data: Kaggle's as the README runs it,
-Colab's on 600 rows in 3 folds with the xla backend, IMAGES' `job`). Results go to
-tools/compat/results-IMAGE.md (shown on the docs' install page) and results-IMAGE.json, with the Python and framework
-versions, the date, the pin file's hash and the package code's hash; full logs to runs/compat/IMAGE/.
+Each notebook runs as `./run.sh test` runs it (nbdev's runner, slow cells too, a fresh process each); then
+`tpututor doctor` as a user runs it, and against combinations known to be bad there (IMAGES' `doctor`); then, for
+Kaggle, the family matrix; then the default job (`tpututor train` on the embedded data: Kaggle's as the README runs it,
+Colab's on 600 rows in 3 folds with the xla backend, IMAGES' `job`). Results go to tools/compat/results-IMAGE.md (shown on
+the docs' install page) and results-IMAGE.json, with the Python and framework versions, the date, the pin file's hash
+and the package code's hash, and each row with the package code's hash and the date it ran on; full logs to
+runs/compat/IMAGE/.
     ./run.sh compat [colab]                  everything (2026-11-26, 2 CPU cores shared with other runs: Kaggle 72 minutes, Colab 24)
     ./run.sh compat [colab] lessons/02_xla   only these notebooks (paths under nbs/, '.ipynb' optional); the table keeps
-                                             the other rows while the pins, the package code and Python are unchanged
-    ./run.sh compat [colab] ... families job also the family matrix (Kaggle) or the default job; alone, only those
+                                             the other rows while the pins and Python are unchanged, and marks a row
+                                             run on older package code with that code's hash and its date
+    ./run.sh compat [colab] ... families job doctor
+                                             also the family matrix (Kaggle), the default job or the doctor; alone,
+                                             only those
 """
 import ast, datetime, hashlib, importlib.metadata as md, json, os, platform, re, subprocess, sys, time
 from pathlib import Path
@@ -20,7 +25,7 @@ HERE = Path(__file__).parent
 NBS = ROOT / 'nbs'
 
 # What runs on each image: the notebooks as paths under nbs/ (the lists to edit when notebooks move), the family
-# matrix's backends, and the default job's arguments.
+# matrix's backends, the default job's arguments, and the doctor's known-bad combinations (`run_doctor`).
 IMAGES = {
     # The lessons, library pages and tutorials of the keras and xla paths, and the lesson on frameworks sharing a process
     # (the image has TensorFlow's CPU build beside JAX and torch_xla).
@@ -29,19 +34,35 @@ IMAGES = {
         notebooks=['lessons/02_xla', 'lessons/03_frameworks', 'lessons/03a_jax',
                    'devices/01_frameworks', 'devices/03_jax', 'devices/07_xla',
                    'models/03_convert', 'models/04_llm', 'backends/02_keras', 'backends/04_xla',
-                   'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/05_llm_classifier'],
-        families=['keras', 'xla'], job=[], lacks=[]),
+                   'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores',
+                   'tutorials/05_llm_classifier', 'commands/05_doctor'],
+        families=['keras', 'xla'], job=[], lacks=[],
+        # the v5e-8's own TPU_ACCELERATOR_TYPE, which a host without chips or libtpu contradicts; TensorFlow imported
+        # in the process before torch_xla, in the image that ships both
+        doctor=[dict(env={'TPU_ACCELERATOR_TYPE': 'v5litepod-8'},
+                     expect=['v5litepod-8 is expected, but this machine has no TPU device files',
+                             'JAX 0.7.2 is installed but libtpu is not',
+                             'torch_xla 2.8.0 is installed but libtpu is not']),
+                dict(imports='tensorflow',
+                     expect=['TensorFlow is imported in this process, and torch_xla is installed'])]),
     # What the docs send Colab users to: the tutorials of the backend the install page recommends there (xla, as
     # shipped) and the default job on it (on 600 of its rows in 3 folds: the same code path as the full job, in a
     # fraction of its time on a CPU); the Keras tutorials, whose first cell adds KerasHub, which the runtime lacks.
     'colab': dict(
         title="Colab's TPU runtime versions", python='3.13', pins='colab-tpu.txt', command='./run.sh compat colab',
-        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold', 'tutorials/05_llm_classifier'],
-        families=[], job=['--backend', 'xla', '--rows', '600', '--folds', '3'], lacks=['keras-hub']),
+        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold',
+                   'tutorials/05_llm_classifier', 'commands/05_doctor'],
+        families=[], job=['--backend', 'xla', '--rows', '600', '--folds', '3'], lacks=['keras-hub'],
+        # the v5e-1's TPU_ACCELERATOR_TYPE on a host without chips or libtpu (no TensorFlow here to import first)
+        doctor=[dict(env={'TPU_ACCELERATOR_TYPE': 'v5litepod-1'},
+                     expect=['v5litepod-1 is expected, but this machine has no TPU device files',
+                             'JAX 0.7.2 is installed but libtpu is not',
+                             'torch_xla 2.9.0 is installed but libtpu is not'])]),
 }
 DISTS = ['torch', 'torch_xla', 'transformers', 'accelerate', 'jax', 'jaxlib', 'keras', 'keras-hub', 'tensorflow-cpu',
          'torchax', 'flax', 'tokenizers', 'numpy']
 JOB = 'default job'
+DOCTOR = 'doctor'
 
 def pins_hash(image:str)->str: return hashlib.sha256((HERE / IMAGES[image]['pins']).read_bytes()).hexdigest()[:12]
 
@@ -157,7 +178,70 @@ def run_families(backend, logs)->dict:
     else: row['detail'] = _tail(r.stdout + r.stderr)[0][:200]
     return row
 
+def _doctor_run(check:dict)->dict:
+    """`tpututor doctor` in a fresh process, with the stand-in's environment less its TPU_ variables plus `check`'s
+    `env`; with `imports`, a process that imports that first and then calls the CLI's entry point (as a notebook
+    kernel would)"""
+    from tpututor.commands.doctor import LEVELS
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith('TPU_')}, **check.get('env', {})}
+    if 'imports' in check:
+        code = f"import sys, {check['imports']}; from tpututor.cli import main; sys.exit(main(['doctor']))"
+        cmd = [sys.executable, '-c', code]
+        shown = f"`import {check['imports']}`, then `tpututor.cli.main(['doctor'])`"
+    else:
+        cmd = [str(Path(sys.executable).parent / 'tpututor'), 'doctor']
+        shown = '`' + ' '.join([*(f'{k}={v}' for k, v in check.get('env', {}).items()), 'tpututor doctor']) + '`'
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    lines = [l for l in r.stdout.splitlines() if l.split(':', 1)[0] in LEVELS]
+    return dict(command=shown, exit=r.returncode, lines=lines, log=r.stdout + '\n' + r.stderr)
+
+def _short(line:str)->str:
+    "A finding without its fix; a note without what follows its first clause"
+    line = line.split('. Fix: ', 1)[0]
+    return line.split(' (', 1)[0] if line.startswith('note:') else line
+
+def run_doctor(image, logs)->dict:
+    """`tpututor doctor` on the stand-in as shipped, then on each of IMAGES' known-bad combinations.
+    As shipped it must exit 0 with no error or warning, say the versions are those the image was tested on, and note
+    that there is no TPU: this host has no TPU device files and the check runs without TPU_ACCELERATOR_TYPE, so
+    libtpu's absence and the slice are not checked (a CPU run never loads libtpu), the CLI imports no framework before
+    it checks the import order, and a process holding libtpu here only compiles (a note). A bad combination must exit
+    non-zero with an error line naming each of its `expect`."""
+    from tpututor.commands.doctor import TESTED
+    as_shipped(image)
+    t0, checks = time.time(), []
+    for i, check in enumerate([{}, *IMAGES[image]['doctor']]):
+        c = _doctor_run(check)
+        (logs / f'doctor_{i}.log').write_text(f"{c['command']}\n{c.pop('log')}")
+        levels = [l.split(':', 1)[0] for l in c['lines']]
+        if not check:
+            want = [f"ok: the framework versions of {TESTED[image]['title']}", 'note: no TPU here']
+            missing = [w for w in want if not any(l.startswith(w) for l in c['lines'])]
+            c['ok'] = c['exit'] == 0 and not {'error', 'warning'} & set(levels) and not missing
+            c['shown'] = c['lines']
+        else:
+            missing = [w for w in check['expect'] if not any(l.startswith('error:') and w in l for l in c['lines'])]
+            c['ok'] = c['exit'] != 0 and not missing
+            c['shown'] = [l for l in c['lines'] if l.split(':', 1)[0] in ('error', 'warning')]   # its problem lines
+        c['missing'] = missing
+        checks.append(c)
+    def said(i, c):
+        text = f"({i}) {c['command']}: exit {c['exit']}" + ''.join(f'; {_short(l)}' for l in c.pop('shown'))
+        return text + (f" (**expected, not found**: {'; '.join(c['missing'])})" if c['missing'] else '')
+    detail = ' '.join(said(i, c) for i, c in enumerate(checks, 1))
+    return {'what': DOCTOR, 'ok': all(c['ok'] for c in checks), 'seconds': round(time.time() - t0), 'detail': detail,
+            'checks': checks}
+
 def results_path(image, ext)->Path: return HERE / f'results-{image}.{ext}'
+
+def older(row:dict, res:dict)->bool:
+    "Whether a row ran on other package code than the run that wrote `res` (a row without its own hash is the file's)"
+    return row.get('code', res['code']) != res['code']
+
+def result(row:dict, res:dict)->str:
+    "A row's result cell: passed or failed, and, for a row run on older package code, that code's hash and its date"
+    text = 'passed' if row['ok'] else '**failed**'
+    return text + (f", older code `{row['code'][:8]}…`, {row['date']}" if older(row, res) else '')
 
 def table(res)->str:
     "The markdown section of one image's results, as the install page shows it"
@@ -166,13 +250,17 @@ def table(res)->str:
              f"`{im['command']}` builds an environment from `tools/compat/{im['pins']}` (the image's versions, read from its "
              f"build files on the date in that file) and runs there what the docs send its users to. Python {res['python']} "
              f"(the image has {im['python']}) on {res['machine']}, with PyPI's builds of the same torch and torch_xla versions "
-             f"on the CPU: this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`.", '',
+             f"on the CPU: this machine has no TPU. Package code `{res['code']}`, pins `{res['pins']}`"
+             + ("; a row marked older code ran on the package code it names, on the date it names, with these pins "
+                "and this Python: what changed since is not tested there" if any(older(r, res) for r in res['rows']) else '')
+             + '.', '',
              '| package | version |', '|---|---|']
     lines += [f'| {d} | {v[d] or "not installed"} |' for d in DISTS if d in v]
     lines += ['', '| notebook or job | result | seconds | detail |', '|---|---|---|---|']
-    lines += [f"| {r['what']} | {'passed' if r['ok'] else '**failed**'} | {r['seconds']} | {r.get('detail', '')} |" for r in res['rows']]
-    n_ok = sum(r['ok'] for r in res['rows'])
-    lines += ['', f"{n_ok} of {len(res['rows'])} passed in {sum(r['seconds'] for r in res['rows']) / 60:.0f} minutes."]
+    lines += [f"| {r['what']} | {result(r, res)} | {r['seconds']} | {r.get('detail', '')} |" for r in res['rows']]
+    n_ok, n_old = sum(r['ok'] for r in res['rows']), sum(older(r, res) for r in res['rows'])
+    lines += ['', f"{n_ok} of {len(res['rows'])} passed in {sum(r['seconds'] for r in res['rows']) / 60:.0f} minutes"
+              + (f"; {n_old} of them on older package code." if n_old else '.')]
     return '\n'.join(lines) + '\n'
 
 def machine()->str:
@@ -185,7 +273,7 @@ def main(argv):
     im = IMAGES[image]
     if platform.python_version().rsplit('.', 1)[0] != im['python']:
         sys.exit(f"compat: {im['title']} has Python {im['python']}, this is {platform.python_version()}: run it as `{im['command']}`")
-    extra = {a for a in argv if a in ('families', 'job')}
+    extra = {a for a in argv if a in ('families', 'job', DOCTOR)}
     if 'families' in extra and not im['families']: sys.exit(f"compat: no family matrix on {image}'s stand-in")
     asked = [notebook(a) for a in argv if a not in extra]
     logs = ROOT / 'runs' / 'compat' / image; logs.mkdir(parents=True, exist_ok=True)
@@ -197,25 +285,30 @@ def main(argv):
     res = {'image': image, 'title': im['title'], 'date': datetime.date.today().isoformat(), 'python': platform.python_version(),
            'pins': pins_hash(image), 'code': code_hash(), 'machine': machine(), 'command': im['command'], 'versions': versions(), 'rows': []}
     old = json.loads(results_path(image, 'json').read_text()) if results_path(image, 'json').exists() else {}
-    same = all(old.get(k) == res[k] for k in ('pins', 'code', 'python'))
-    rows = {r['what']: r for r in old.get('rows', [])} if not everything and same else {}
-    if not everything and old and not same: print('== the pins, the package code or Python changed since the last run: its rows are dropped', flush=True)
+    same = all(old.get(k) == res[k] for k in ('pins', 'python'))
+    # a row kept from an earlier run keeps the code and date it ran on (an older file's rows: those of its header)
+    kept = old.get('rows', []) if not everything and same else []
+    rows = {r['what']: {**r, 'code': r.get('code', old['code']), 'date': r.get('date', old['date'])} for r in kept}
+    if not everything and old and not same:
+        print('== the pins or Python changed since the last run: its rows are dropped', flush=True)
     todo = [(n, lambda n=n: run_notebook(image, n, logs)) for n in todo]
+    todo += [(DOCTOR, lambda: run_doctor(image, logs))] if everything or DOCTOR in extra else []
     todo += [(f'families {b}', lambda b=b: run_families(b, logs)) for b in (im['families'] if everything or 'families' in extra else [])]
     todo += [(JOB, lambda: run_job(image, logs))] if everything or 'job' in extra else []
     for name, run in todo:
         print(f'== {name}', flush=True)
-        rows[name] = run()
+        rows[name] = {**run(), 'code': res['code'], 'date': res['date']}
         print(f"   {'passed' if rows[name]['ok'] else 'FAILED'}{': ' * bool(rows[name]['detail'])}{rows[name]['detail']} in {rows[name]['seconds']}s", flush=True)
         write(res, rows)   # after every row: a run stopped half-way keeps what it ran
     print(table(res))
     return 0 if all(r['ok'] for r in res['rows']) else 1
 
 def write(res:dict, rows:dict):
-    "Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the matrix, the job"
+    """Write results-IMAGE.json and .md with `rows` in the image's order: its list, other notebooks asked for, the
+    doctor, the matrix, the job"""
     im = IMAGES[res['image']]
-    order = list(dict.fromkeys([*im['notebooks'], *[r for r in rows if not r.startswith('families ') and r != JOB],
-                                *[f'families {b}' for b in im['families']], JOB]))
+    asked = [r for r in rows if not r.startswith('families ') and r not in (JOB, DOCTOR)]
+    order = list(dict.fromkeys([*im['notebooks'], *asked, DOCTOR, *[f'families {b}' for b in im['families']], JOB]))
     res['rows'] = [rows[k] for k in order if k in rows]
     for path, text in ((results_path(res['image'], 'json'), json.dumps(res, indent=1) + '\n'), (results_path(res['image'], 'md'), table(res))):
         tmp = path.with_name(path.name + '.tmp'); tmp.write_text(text); tmp.replace(path)

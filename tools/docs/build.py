@@ -515,9 +515,13 @@ def install_page():
         res = ROOT / 'tools' / 'compat' / f'results-{image}.md'
         if not res.exists():
             parts.append(f'## Tested against {title}\n\n`{cmd}` has not written results yet.'); continue
-        code = json.loads(res.with_suffix('.json').read_text())['code']
-        note = ('' if code == now else f"**Run on package code that has changed since** (code `{code}` then, "
-                                       f"`{now}` now): `{cmd}` runs it again.")
+        rec = json.loads(res.with_suffix('.json').read_text())
+        old = [r['what'] for r in rec['rows'] if r.get('code', rec['code']) != now]   # the code each row ran on
+        note = ('' if not old else
+                f"**Run on package code that has changed since** (code `{rec['code']}` then, `{now}` now): `{cmd}` "
+                "runs it again." if len(old) == len(rec['rows']) else
+                f"**{len(old)} of {len(rec['rows'])} rows ran on package code that has changed since** (`{now}` now; "
+                f"code `{rec['code']}` is this run's, a row on other code names it): `{cmd}` runs them again.")
         parts.append(_noted(res.read_text().strip(), note))
     return '\n\n'.join(parts) + '\n'
 

@@ -6,13 +6,14 @@ Docs: https://tpututor.github.io/tpututor/backends/base.html.md"""
 
 # %% ../../nbs/backends/00_base.ipynb #26d53701
 from __future__ import annotations
-import math, os, sys, time
+import difflib, inspect, math, os, sys, time
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 import numpy as np
 from ..config import TrainConfig, Inputs, check_targets, check_inputs
 from ..encoding import Encoded
+from ..tasks import Head, declare_heads
 from ..rundir import atomic_write, RunDirError
 from ..flops import mfu_text, Throughput, datasheet_peak
 from ..devices.ops import raise_peak
@@ -21,8 +22,8 @@ from ..models.families import FAMILIES, DECODERS
 from .registry import backend_names, backend_class
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line', 'EpochLoop', 'FitStart',
-           'prepare_fit', 'Backend', 'pick_backend']
+__all__ = ['EPOCH_KEYS', 'CAPABILITIES', 'HOOKS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line',
+           'EpochLoop', 'FitStart', 'prepare_fit', 'Backend', 'check_backend', 'pick_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu',
@@ -274,8 +275,11 @@ def loop(self:FitStart,
 
 # %% ../../nbs/backends/00_base.ipynb #6439e9a1
 class Backend:
-    """A training backend: subclass it, define `fit`, `predict`, `save` and `load`, and register it
-    (`register_backend`); every other method has a default that suits a backend on one device"""
+    """The contract every training backend meets, read in one place. Subclass it, define `fit`, `predict`, `save`
+    and `load`, set the capabilities that differ from the defaults below, and register it (`register_backend`,
+    which checks the class against this body). Every other hook has a default that suits a backend on one device
+    in one process."""
+    # ---- capabilities: class attributes, read before any work (a name not spelt as here is refused)
     name:str = ''               # what `--backend` calls it (`register_backend` sets it when empty)
     about:str = ''              # what it trains with, on what: one line for `tpututor train --help`
     # the framework it computes with ('jax', 'torch', 'torch_xla', 'tensorflow'): the device it predicts on and its
@@ -286,8 +290,13 @@ class Backend:
     other_encoders:bool = True  # it also loads encoders of architectures outside `FAMILIES`
     decoders:bool = False       # it trains decoder LLMs (`DECODERS`) as classifiers
     why_not:str = ''            # why it cannot run the families it leaves out, said when it refuses one
+    # head kind -> how it builds it (`tpututor.tasks.declare_heads`): the tasks it trains; a task of another kind is
+    # refused before any work (`tpututor.config.check_task`), naming the backends that declare it
+    heads:dict = {}
     baseline:bool = False       # a baseline: a refusal names it only where nothing else runs the family
-    options:tuple = ()          # settings it acts on that others ignore: 'lora', 'model_parallel', 'pure_bf16', 'pack'
+    # settings it acts on that others ignore (`tpututor.config.OPTIONAL`): 'lora', 'model_parallel', 'pure_bf16',
+    # 'pack', 'steps_per_execution'; a run that sets one it leaves out is refused (`check_options`)
+    options:tuple = ()
     speed_options:bool = True   # batch size, length buckets and precision act on it (the speed defaults apply)
     cpu_bf16:bool = False       # bfloat16 trains faster than fp32 on a CPU with bfloat16 instructions
     predict_fp16:bool = True    # it predicts in float16 on a GPU without bfloat16
@@ -301,83 +310,135 @@ class Backend:
     why_not_resumable:str = 'it does not say how to save its training state inside a fold'
 
     def __init__(self, verbose:bool=True): self.verbose = verbose   # progress bar and a line per epoch
-    # a fresh model from `cfg.model` trained, and what it did; `state`: a `FoldState` to save into and continue from
-    # (the k-fold run passes one only to a `resumable` backend)
-    @abstractmethod   # marked, not enforced: the registry refuses a class that leaves it so
+
+    # ---- required: the registry refuses a class that leaves one as marked here (marked, not enforced by Python)
+    @abstractmethod
     def fit(self, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None,
             y_valid=None, state=None)->tuple[Any, History]:
+        """A fresh model from `cfg.model` trained on `train` (an `Encoded`, or a pair of them for a pair task) and
+        `y_train` (None for ranking), validated on `valid`; returns (model, `History`). `state`: a `FoldState` to save
+        into and continue from, passed only to a `resumable` backend"""
         raise NotImplementedError(f"{type(self).__name__} must define fit")
     @abstractmethod
-    def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray: # one row per input row, in input order
+    def predict(self, cfg:TrainConfig, model, data:Inputs)->np.ndarray:
+        "Predictions of `model` for `data`: one row per input row, in input order, the compiler's padding dropped"
         raise NotImplementedError(f"{type(self).__name__} must define predict")
     @abstractmethod
-    def save(self, model, path)->None: # the weights, as safetensors
+    def save(self, model, path)->None:
+        "The weights of `model` written to `path`, as safetensors (no pickle)"
         raise NotImplementedError(f"{type(self).__name__} must define save")
     @abstractmethod
-    def load(self, cfg:TrainConfig, path): # a model of `cfg` with the weights saved at `path`
+    def load(self, cfg:TrainConfig, path):
+        "A model of `cfg` with the weights `save` wrote at `path`"
         raise NotImplementedError(f"{type(self).__name__} must define load")
 
-# %% ../../nbs/backends/00_base.ipynb #741ff93b
-@patch
-def replicas(self:Backend)->int: return 1   # copies of the model a global batch is split over
+    # ---- hooks with defaults: a backend on one device in one process needs none of them
+    def replicas(self)->int:
+        "Copies of the model a global batch is split over"
+        return 1
+    @property
+    def is_main(self)->bool:
+        "Is this the process that writes the run directory (process 0)"
+        return True
+    def agree(self, value):
+        "Process 0's `value`, in every process of a multi-host run (one process: `value`)"
+        return value
+    def describe(self)->str|None:
+        "The devices it trains on, a line for the log (None: nothing to say)"
+        return None
+    def compile_stats(self)->dict|None:
+        "Compiles, cache_hits and seconds so far (None: it does not count them)"
+        return None
+    def done_with(self, model=None)->None:
+        "The caller drops `model` (None: every model): keep what the next fit reuses, release the rest"
+        pass
 
-@patch(as_prop=True)
-def is_main(self:Backend)->bool: return True   # the process that writes the run directory (process 0)
+    @classmethod
+    def start_devices(cls,
+        devices:int|None=None,     # devices to split a CPU into (the virtual TPU); None: as the machine has them
+        coordinator:str|None=None, # 'host:port' of process 0 of a multi-host run; None: one host
+        num_processes:int=1,       # processes of a multi-host run
+        process_id:int=0,          # this process's place among them
+        heartbeat:int=100,         # seconds after which the other hosts stop when one has stopped
+    ):
+        "Start the devices before the backend is made; one host with the devices as they are, unless it says otherwise"
+        if coordinator:
+            raise ValueError(f"--coordinator joins the hosts of a multi-host run; backend {cls.name!r} runs on one "
+                             "host")
+    @classmethod
+    def auto(cls,
+        tpu:bool,   # is this a TPU host
+        have,       # f(dist name) -> its installed version or None
+    )->tuple|None:  # (rank: lower wins, why in a few words); None: `--backend auto` does not pick it here
+        "Whether `--backend auto` may train with this backend on this machine, and how much it wants to"
+        return None
+    @classmethod
+    def runs(cls,
+        family:str|None, # a family (`tpututor.models.families.family_of`); None: an architecture not in the tables
+    )->bool:
+        "Does this backend train and predict with checkpoints of `family`?"
+        if family in DECODERS: return cls.decoders
+        if family in FAMILIES: return cls.families is None or family in cls.families
+        return cls.other_encoders
+    @classmethod
+    def check_config(cls,
+        cfg, # the run's `TrainConfig`, its task, family and options already checked (`tpututor.config.check_run`)
+    ):
+        """Refuse, before any work, a run this backend cannot do beyond its tasks, families and options (a ValueError
+        saying what to do); by default nothing is refused"""
+        pass
 
-@patch
-def agree(self:Backend, value): return value   # process 0's value, in every process (one process: `value`)
+    # ---- the contract itself: not a hook to override
+    @classmethod
+    def check_contract(cls, name:str=''):
+        "This class read against the `Backend` body (`check_backend`); the registry calls it when it registers it"
+        check_backend(cls, name)
 
-@patch
-def describe(self:Backend)->str|None: return None   # the devices it trains on, for the log (None: nothing to say)
+# %% ../../nbs/backends/00_base.ipynb #chkbk001cd
+CAPABILITIES = tuple(k for k, v in vars(Backend).items()
+                     if not k.startswith('_') and not callable(v) and not isinstance(v, (property, classmethod)))
+HOOKS = tuple(k for k, v in vars(Backend).items()
+              if not k.startswith('_') and k not in CAPABILITIES and k != 'check_contract')
+_TYPES = {bool: bool, str: str, tuple: tuple, dict: dict}   # a capability's value: the type of its default
 
-@patch
-def compile_stats(self:Backend)->dict|None: # compiles, cache_hits, seconds so far; None: it does not count them
-    return None
+def _accepts(f, pos, kw=())->bool: # can `f` be called with these parameters: `pos` by position, `kw` by name
+    try: inspect.signature(f).bind(*pos, **dict.fromkeys(kw)); return True
+    except TypeError: return False
 
-@patch
-def done_with(self:Backend, model=None)->None: # the caller drops `model`: kept for the next fit, or released
-    pass   # None: the caller is done with every model
-
-# %% ../../nbs/backends/00_base.ipynb #8d422ae0
-@patch(cls_method=True)
-def start_devices(cls:Backend,
-    devices:int|None=None,   # devices to split a CPU into (the virtual TPU); None: as the machine has them
-    coordinator:str|None=None, # 'host:port' of process 0 of a multi-host run; None: one host
-    num_processes:int=1,     # processes of a multi-host run
-    process_id:int=0,        # this process's place among them
-    heartbeat:int=100,       # seconds after which the other hosts stop when one has stopped
+def check_backend(
+    cls:type,    # a backend class
+    name:str='', # the name it is registered as, for the messages
 ):
-    "Start the devices before the backend is made; one host with the devices as they are, unless it says otherwise"
-    if coordinator:
-        raise ValueError(f"--coordinator joins the hosts of a multi-host run; backend {cls.name!r} runs on one host")
-
-# %% ../../nbs/backends/00_base.ipynb #3ca136ab
-@patch(cls_method=True)
-def auto(cls:Backend,
-    tpu:bool,   # is this a TPU host
-    have,       # f(dist name) -> its installed version or None
-)->tuple|None:  # (rank: lower wins, why in a few words); None: `--backend auto` does not pick it here
-    "Whether `--backend auto` may train with this backend on this machine, and how much it wants to"
-    return None
-
-# %% ../../nbs/backends/00_base.ipynb #5c3ef22d
-@patch(cls_method=True)
-def runs(cls:Backend,
-    family:str|None, # a family (`tpututor.models.families.family_of`), or None for an architecture not in the tables
-)->bool:
-    "Does this backend train and predict with checkpoints of `family`?"
-    if family in DECODERS: return cls.decoders
-    if family in FAMILIES: return cls.families is None or family in cls.families
-    return cls.other_encoders
-
-# %% ../../nbs/backends/00_base.ipynb #97b13ff5
-@patch(cls_method=True)
-def check_config(cls:Backend,
-    cfg, # the run's `TrainConfig`, its family and options already checked (`tpututor.config.check_run`)
-):
-    """Refuse, before any work, a run this backend cannot do beyond its families and options (a ValueError saying
-    what to do); by default nothing is refused"""
-    pass
+    """Check `cls` against the `Backend` body: it subclasses `Backend`, each hook it overrides takes what the caller
+    passes, each capability has its default's type, no attribute is a misspelt capability, and each option and head
+    kind is one tpututor knows. A TypeError or ValueError names the attribute and the fix"""
+    who = f"backend {name or getattr(cls, '__name__', cls)!r}"
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise TypeError(f"{who} does not subclass tpututor.backends.Backend: subclass it (its body is the contract)")
+    own = [k for c in cls.__mro__[:cls.__mro__.index(Backend)] for k, v in vars(c).items()
+           if not k.startswith('_') and not callable(v) and not isinstance(v, (property, classmethod, staticmethod))]
+    for k in own:
+        if k in CAPABILITIES:
+            want = _TYPES.get(type(vars(Backend)[k]))
+            v = getattr(cls, k)
+            if want and not isinstance(v, want) and not (k in ('framework', 'extra', 'families') and v is None):
+                raise TypeError(f"{who}: capability {k}={v!r} must be a {want.__name__}, as Backend.{k} is")
+        elif near := difflib.get_close_matches(k, CAPABILITIES, n=1, cutoff=0.8):
+            raise ValueError(f"{who}: {k!r} is not a capability tpututor reads: did you mean {near[0]!r}? "
+                             f"(the capabilities: {', '.join(CAPABILITIES)})")
+    for hook in HOOKS:
+        base = vars(Backend)[hook]
+        if isinstance(base, property) or inspect.getattr_static(cls, hook) is base: continue
+        pos = [p for p in inspect.signature(getattr(Backend, hook)).parameters if p != 'state']
+        kw = ('state',) if hook == 'fit' and cls.resumable else ()   # a resumable fit is passed its fold state
+        if not _accepts(getattr(cls, hook), pos, kw):
+            raise TypeError(f"{who}: {hook}{inspect.signature(getattr(cls, hook))} cannot take what the caller "
+                            f"passes ({', '.join(pos + list(kw))}): give it those parameters (see Backend.{hook})")
+    from tpututor.config import OPTIONAL
+    if bad := [o for o in cls.options if o not in (*OPTIONAL, 'pure_bf16')]:
+        raise ValueError(f"{who}: options {bad} unknown: the options a backend may act on are "
+                         f"{', '.join((*OPTIONAL, 'pure_bf16'))}")
+    declare_heads(**cls.heads)   # each head kind one of `HEAD_KINDS`, each a `Head`
 
 # %% ../../nbs/backends/00_base.ipynb #d7c54f9a
 def pick_backend(

@@ -8,14 +8,15 @@ Docs: https://tpututor.github.io/tpututor/backends/bow.html.md"""
 from __future__ import annotations
 import time
 import numpy as np
-from ..config import TrainConfig, Inputs, check_inputs
+from ..config import TrainConfig, Inputs, check_inputs, head_of
+from ..tasks import Head, declare_heads
 from ..encoding import Encoded
 from ..rundir import atomic_write, RunDirError
 from .base import Backend, prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['BowBackend']
+__all__ = ['HEADS', 'BowBackend']
 
 # %% ../../nbs/backends/01_bow.ipynb #ec13eeab
 def _bow(enc:Encoded, vocab:int):
@@ -25,11 +26,40 @@ def _bow(enc:Encoded, vocab:int):
     rows = np.repeat(np.arange(len(enc)), m.sum(1))
     return csr_matrix((np.ones(m.sum(), np.float32), (rows, enc.input_ids[m])), shape=(len(enc), vocab))
 
+# %% ../../nbs/backends/01_bow.ipynb #dee5fbc1
+def _fit_classes(be, cfg:TrainConfig, train, y):
+    from sklearn.linear_model import LogisticRegression
+    return LogisticRegression(C=be.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs',
+                              max_iter=1000, random_state=cfg.seed).fit(be._x(train), y)
+def _fit_ridge(be, cfg:TrainConfig, train, y):
+    from sklearn.linear_model import Ridge
+    return Ridge(alpha=1 / be.C).fit(be._x(train), y)
+def _fit_scorer(be, cfg:TrainConfig, train, y):   # a linear scorer on (more - less) differences, both orders
+    from scipy.sparse import vstack
+    from sklearn.linear_model import LogisticRegression
+    d = be._x(train[0]) - be._x(train[1])
+    return LogisticRegression(C=be.C, solver='liblinear', fit_intercept=False).fit(
+        vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
+
+# %% ../../nbs/backends/01_bow.ipynb #deb9be05
+def _values(be, m, data): return m.predict(be._x(data)).reshape(len(data), -1).astype(np.float32)
+def _scores(be, m, data): # a score per text; of pairs, (more, less) scores
+    if isinstance(data, tuple): return np.stack([_scores(be, m, d)[:, 0] for d in data], 1)
+    return (be._x(data) @ m.coef_[0])[:, None].astype(np.float32)
+
+HEADS = declare_heads(   # head kind -> its scikit-learn head: `build` fits it, `predict` gives the predictions
+    classes=Head(_fit_classes, predict=lambda be, m, data: m.predict_proba(be._x(data)).astype(np.float32)),
+    multilabel=Head(_fit_ridge, predict=lambda be, m, data: np.clip(_values(be, m, data), 0, 1)),
+    regression=Head(_fit_ridge, predict=_values),
+    ranking=Head(_fit_scorer, predict=_scores),
+)
+
 # %% ../../nbs/backends/01_bow.ipynb #59662552
 class BowBackend(Backend):
     "Logistic or ridge regression on bag-of-token counts: a CPU baseline that meets the `Backend` contract"
     name, about = 'bow', 'bag-of-tokens baseline (scikit-learn, CPU)'
     baseline = True         # a refusal sends users to a fine-tune, not here
+    heads = HEADS           # no siamese head: features of two texts' counts are not what it is for
     speed_options = False   # no batches, shapes or precision
     why_not_resumable = 'it fits in one call of scikit-learn, so a fold has no state half-way to save'
     def __init__(self,
@@ -45,22 +75,12 @@ class BowBackend(Backend):
 # %% ../../nbs/backends/01_bow.ipynb #2f8aefde
 @patch
 def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inputs|None=None, y_valid=None):
-    from sklearn.linear_model import LogisticRegression, Ridge
-    if cfg.spec.head == 'siamese':
-        raise NotImplementedError("the bag-of-tokens baseline has no siamese mode: use backend 'keras', 'xla' or 'tf'")
+    head = head_of(cfg.task, self.name, self.heads)
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
     n, y, yv = start.n, start.y, start.y_valid
     loop = start.loop(verbose=self.verbose, epochs=1, replicas=1, global_batch=n, steps_per_epoch=1)
     t0 = time.perf_counter()
-    if cfg.spec.targets is None:   # ranking: a linear scorer on (more - less) differences, both orders
-        from scipy.sparse import vstack
-        d = self._x(train[0]) - self._x(train[1])
-        m = LogisticRegression(C=self.C, solver='liblinear', fit_intercept=False).fit(
-            vstack([d, -d]), np.r_[np.ones(d.shape[0]), np.zeros(d.shape[0])])
-    elif cfg.spec.targets == 'classes':
-        m = LogisticRegression(C=self.C, solver='liblinear' if cfg.n_outputs == 2 else 'lbfgs',
-                               max_iter=1000, random_state=cfg.seed).fit(self._x(train), y)
-    else: m = Ridge(alpha=1 / self.C).fit(self._x(train), y)
+    m = head.build(self, cfg, train, y)
     secs = time.perf_counter() - t0
     loss = cfg.spec.loss_np(y, self.predict(cfg, m, train), cfg.margin)
     loop.history.step_loss.append(loss)
@@ -73,13 +93,7 @@ def fit(self:BowBackend, cfg:TrainConfig, train:Inputs, y_train=None, valid:Inpu
 @patch
 def predict(self:BowBackend, cfg:TrainConfig, m, data:Inputs)->np.ndarray:
     check_inputs(cfg, data, 'predict')
-    if cfg.spec.targets is None:
-        if isinstance(data, tuple): return np.stack([self.predict(cfg, m, d)[:, 0] for d in data], 1)
-        return (self._x(data) @ m.coef_[0])[:, None].astype(np.float32)
-    x = self._x(data)
-    if cfg.spec.targets == 'classes': return m.predict_proba(x).astype(np.float32)
-    p = m.predict(x).reshape(len(data), -1).astype(np.float32)
-    return np.clip(p, 0, 1) if cfg.spec.targets == 'unit' else p
+    return head_of(cfg.task, self.name, self.heads).predict(self, m, data)
 
 # %% ../../nbs/backends/01_bow.ipynb #350ed5d2
 @patch

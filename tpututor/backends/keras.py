@@ -15,7 +15,7 @@ from ..config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_t
                              row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from ..models.llm import lora_layers, mesh_distribution, backbone_of
-from ..models.keras import (build_model, backbone_class, input_fields, scorer, per_example_loss, hf_config,
+from ..models.keras import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss, hf_config,
                                    make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
                                    packed_task_loss)
 from ..models.keras_packed import packed_batches, packed_predictions
@@ -157,7 +157,7 @@ def predict(
     "Predictions for every row of `data` (the last batch padded, the padding dropped)"
     check_inputs(cfg, data, 'predict')
     batch = cfg.predict_batch_size * n_replicas()
-    if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
+    if cfg.spec.head_kind.scores_texts:   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
     if cfg.pack: return _predict_packed(model, data, cfg)
@@ -338,13 +338,14 @@ class KerasBackend(Backend):
     """Train, predict, save and load with Keras 3 (JAX by default) on every device: a TPU's chips, GPUs or the
     virtual TPU (the `Backend` contract)"""
     name, about = 'keras', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'
+    heads = HEADS   # every head kind (`tpututor.models.keras.HEADS`)
     framework, extra = 'jax', 'keras'
     # the families KerasHub converts (with tpututor.models.convert for ELECTRA and DeBERTa-v3)
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     other_encoders, decoders = False, True
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
     # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.models.keras_packed`)
-    options = ('lora', 'model_parallel', 'pure_bf16', 'pack')
+    options = ('lora', 'model_parallel', 'pure_bf16', 'pack', 'steps_per_execution')
     resumable = True       # a fit saves its state and continues from it (`tpututor.models.keras_state`)
     keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)
     @classmethod

@@ -32,6 +32,8 @@ def register_backend(
     if name in _TARGETS and _TARGETS[name] != target and not replace:
         raise ValueError(f"a backend {name!r} is registered already ({_TARGETS[name]}): pass replace=True to "
                          f"replace it, or choose another name")
+    if isinstance(target, type):   # a class is checked now; a 'module:Class' when it is first imported
+        _check_class(target, name)
     _TARGETS[name] = target
     _CLASSES.pop(name, None)
 
@@ -59,6 +61,20 @@ def backend_names()->list: # the built-in backends first, then those registered 
 # %% ../../nbs/backends/00a_registry.ipynb #9c66f3f6
 REQUIRED = ('fit', 'predict', 'save', 'load')   # what a backend class must define (`Backend` has the rest)
 
+def _check_class(cls, name:str):
+    "Refuse a class that leaves a required method undefined, then read it against the contract (`check_backend`)"
+    # absent, or `Backend`'s own placeholder (marked abstract) left as it is
+    missing = [m for m in REQUIRED
+               if not callable(f := getattr(cls, m, None)) or getattr(f, '__isabstractmethod__', False)]
+    if missing:
+        raise TypeError(f"backend {name!r} ({getattr(cls, '__qualname__', cls)}) has no {', '.join(missing)}: "
+                        f"subclass tpututor.backends.Backend and define them")
+    check = getattr(cls, 'check_contract', None) if isinstance(cls, type) else None   # `Backend`'s: its body read
+    if check is None:
+        raise TypeError(f"backend {name!r} does not subclass tpututor.backends.Backend: subclass it (its body is the "
+                        "contract)")
+    check(name)
+
 def backend_class(
     name:str, # a registered name (`backend_names`)
 )->type:      # the class, imported now when registered as 'module:Class'
@@ -74,12 +90,7 @@ def backend_class(
         try: cls = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as e:
             raise ImportError(f"backend {name!r} ({target}) cannot be imported: {e}") from e
-    # absent, or `Backend`'s own placeholder (marked abstract) left as it is
-    missing = [m for m in REQUIRED
-               if not callable(f := getattr(cls, m, None)) or getattr(f, '__isabstractmethod__', False)]
-    if missing:
-        raise TypeError(f"backend {name!r} ({getattr(cls, '__qualname__', cls)}) has no {', '.join(missing)}: "
-                        f"subclass tpututor.backends.Backend and define them")
+    _check_class(cls, name)
     if not getattr(cls, 'name', None): cls.name = name
     _CLASSES[name] = cls
     return cls

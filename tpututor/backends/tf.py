@@ -13,7 +13,7 @@ from ..devices.frameworks import import_tf
 from ..config import (row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ..encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from ..models.tf import build_model, input_fields, scorer, per_example_loss, SCORERS
+from ..models.tf import HEADS, build_model, input_fields, scorer, per_example_loss, SCORERS
 from ..devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas,
                                  quiet_tf_logs, TfDevice)
 from ..flops import Throughput, model_dims, train_flops, datasheet_peak
@@ -312,7 +312,7 @@ def fit_model(
                         replicas=reps, global_batch=batch, steps_per_epoch=steps)
     def validate(): # (validation loss, traces of the prediction function), or (None, 0) without validation rows
         if valid is None: return None, 0
-        predictor = scorer(model) if cfg.spec.head == 'scores' else model   # the model `predict` predicts with
+        predictor = scorer(model) if cfg.spec.head_kind.scores_texts else model   # the model `predict` predicts with
         t = _traces(predictor.predict_function)
         loss = cfg.spec.loss_np(yv, predict(cfg, model, valid), cfg.margin)
         return loss, _traces(predictor.predict_function) - t
@@ -330,7 +330,7 @@ def predict(
     "Predictions for every row of `data` (the last batch padded, the padding dropped)"
     check_inputs(cfg, data, 'predict')
     batch = global_batch(cfg.predict_batch_size, model.distribute_strategy)
-    if cfg.spec.head == 'scores':   # ranking: each text through the one-text scorer
+    if cfg.spec.head_kind.scores_texts:   # ranking: each text through the one-text scorer
         if isinstance(data, tuple): return np.concatenate([predict(cfg, model, d) for d in data], 1)
         model = scorer(model)
     return _predict_arrays(model, data, batch, cfg).astype(np.float32)
@@ -360,9 +360,11 @@ def load_weights(
 class TfBackend(Backend):
     "Train, predict, save and load with TensorFlow/Keras on a TPU, GPUs or the CPU (the `Backend` contract)"
     name, about = 'tf', 'TensorFlow 2 + tf-keras strategies: GPU, CPU; TPU only with tensorflow-tpu'
+    heads = HEADS   # every head kind (`tpututor.models.tf.HEADS`)
     framework, extra = 'tensorflow', 'tf'
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     why_not = "transformers has no TensorFlow class for it"
+    options = ('steps_per_execution',)   # steps in one call into the device, as Keras' `steps_per_execution`
     why_not_resumable = ("not yet: tf-keras draws dropout from TensorFlow's stateful random ops, whose state cannot be "
                          "read back, and keeps the data position in a tf.data iterator, whose checkpoint is "
                          "TensorFlow's own format rather than safetensors")

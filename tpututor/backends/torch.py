@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from ..config import TrainConfig, Inputs
 from ..devices.torch import TorchDevice, init_distributed
-from .pytorch.base import TaskModel, build_model, fit_model, predict, save_weights, load_weights
+from .pytorch.base import HEADS, TaskModel, build_model, fit_model, predict, save_weights, load_weights
 from .base import Backend
 from fastcore.basics import patch
 from ..models.packed import check_packing
@@ -29,6 +29,7 @@ class TorchBackend(Backend):
     torchrun (the `Backend` contract)"""
     name, about = 'torch', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'
     framework, extra = 'torch', 'torch'
+    heads = HEADS   # every head kind, shared with xla (`tpututor.backends.pytorch.base.HEADS`)
     options = ('pack',)   # packed rows (`tpututor.models.packed`)
     @classmethod
     def check_config(cls, cfg):

@@ -24,7 +24,7 @@ from ..devices.xla import XlaDevice, check_precision, xla_model
 from .base import Backend, EpochLoop, History
 from .pytorch import base as torch_base   # what the torch and xla backends share
 from ..devices.torch import TorchDevice, AdamW
-from .pytorch.base import (TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights,
+from .pytorch.base import (HEADS, TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights,
                                             train_epoch, step_losses, as_is)
 from ..models.packed import check_packing
 
@@ -69,6 +69,7 @@ class XlaBackend(Backend):
     "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them (the `Backend` contract)"
     name, about = 'xla', 'PyTorch/XLA: TPU, GPU or CPU'
     framework, extra = 'torch_xla', 'xla'
+    heads = HEADS   # every head kind, shared with torch (`tpututor.backends.pytorch.base.HEADS`)
     options = ('pack',)   # packed rows (`tpututor.models.packed`)
     @classmethod
     def check_config(cls, cfg):

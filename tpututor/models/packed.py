@@ -11,7 +11,7 @@ from ..encoding import Encoded
 from ..packing import pack
 
 # %% auto #0
-__all__ = ['STYLES', 'packed_mask', 'packed_hidden', 'segment_pool', 'packing_style', 'check_packing', 'packed_loss']
+__all__ = ['STYLES', 'packed_mask', 'packed_hidden', 'segment_pool', 'packing_style', 'check_packing']
 
 # %% ../../nbs/models/09_packed.ipynb #049c1d94
 def packed_mask(
@@ -122,21 +122,3 @@ def check_packing(
     try: enc = AutoModel.from_config(conf)
     finally: transformers.logging.set_verbosity(level)
     return packing_style(enc, cfg.max_len, name=cfg.model)
-
-# %% ../../nbs/models/09_packed.ipynb #fc31ad79
-_PER_TEXT = {   # the task table's losses, one value per text (F: torch.nn.functional)
-    'cross_entropy':        lambda F, out, y: F.cross_entropy(out, y, reduction='none'),
-    'binary_cross_entropy': lambda F, out, y: F.binary_cross_entropy_with_logits(out, y, reduction='none').mean(-1),
-    'mse':                  lambda F, out, y: ((out - y) ** 2).mean(-1),
-}
-
-def packed_loss(
-    loss:str,             # the task's loss name (`cfg.spec.loss`)
-    out,                  # (slots, outputs) the head's raw outputs
-    y,                    # (slots, ...) targets
-    weights,              # (slots,) 1 for a text, 0 for an empty slot
-):                        # a scalar tensor: the mean over real texts
-    "The task's mean loss over the real texts of packed rows"
-    if loss not in _PER_TEXT: raise ValueError(f"loss {loss!r} compares two texts: a packed run cannot train it")
-    import torch.nn.functional as F
-    return (_PER_TEXT[loss](F, out.float(), y) * weights).sum() / weights.sum().clamp(min=1)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib, weakref
 from pathlib import Path
 from ..devices.frameworks import import_tf
-from ..config import TrainConfig, FIELDS
+from ..config import TrainConfig, FIELDS, head_of
+from ..tasks import Head, declare_heads
 from .hub import has_weights
 from .checkpoint import checkpoint
 
 # %% auto #0
-__all__ = ['SCORERS', 'load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer',
+__all__ = ['HEADS', 'SCORERS', 'load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer',
            'per_example_loss']
 
 # %% ../../nbs/models/06_tf.ipynb #efb148f2
@@ -81,12 +82,27 @@ def precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
     try: yield
     finally: tf.keras.mixed_precision.set_global_policy(old)
 
+# %% ../../nbs/models/06_tf.ipynb #96fbdc16
+def _one(L, head, u, v): return head(u)   # one text: the head on its vector
+def _scores(L, head, u, v): return L.Concatenate(dtype='float32', name='scores')([head(u), head(v)])
+def _siamese(L, head, u, v):
+    tf = import_tf()
+    return head(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v]))
+def _xent(tf, y, p, m): return tf.keras.losses.sparse_categorical_crossentropy(y, p)
+def _bxent(tf, y, p, m): return tf.keras.losses.binary_crossentropy(y, p)
+def _mse(tf, y, p, m): return tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1)
+def _margin(tf, y, p, m): return tf.nn.relu(m - (p[:, 0] - p[:, 1]))   # y is unused: the order is the label
+
+HEADS = declare_heads(   # head kind -> its head and its per-row loss, in TensorFlow
+    classes=Head(_one, _xent), multilabel=Head(_one, _bxent), regression=Head(_one, _mse),
+    ranking=Head(_scores, _margin), siamese=Head(_siamese, _bxent))
+
 # %% ../../nbs/models/06_tf.ipynb #11699b1e
 def build_model(
     cfg:TrainConfig,  # model, task, n_outputs, dropout, precision, seed
     strategy=None,    # build inside this strategy's scope (default: the current strategy)
 ):                    # a `tf.keras.Model` taking a dict of int32 token arrays
-    "The encoder of `cfg.model` with the head of the task (`cfg.spec.head`), built inside the strategy scope"
+    "The encoder of `cfg.model` with the head of the task's kind (`HEADS`), built inside the strategy scope"
     tf = import_tf()
     strategy = strategy or tf.distribute.get_strategy()
     L, spec = tf.keras.layers, cfg.spec
@@ -96,17 +112,15 @@ def build_model(
         fields = input_fields(enc)
         drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
         dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')
+        kind, head = head_of(cfg.task, 'tf', HEADS), lambda x: dense(drop(x))
         def embed(suffix=''):   # inputs named as `features` names them; '_b': the second text of a pair
             inp = {f + suffix: L.Input((None,), dtype=tf.int32, name=f + suffix) for f in fields}
             hidden = enc(**{f: inp[f + suffix] for f in fields}).last_hidden_state
             return inp, mean_pool(hidden, inp['attention_mask' + suffix])
         inp, u = embed()
-        if spec.head == 'linear': return tf.keras.Model(inp, dense(drop(u)), name=cfg.task)
+        if not spec.pair: return tf.keras.Model(inp, kind.build(L, head, u, None), name=cfg.task)
         inp_b, v = embed('_b')
-        if spec.head == 'scores': out = L.Concatenate(dtype='float32', name='scores')([dense(drop(u)), dense(drop(v))])
-        # siamese
-        else: out = dense(drop(L.Concatenate(dtype='float32', name='features')([u, v, tf.abs(u - v), u * v])))
-        return tf.keras.Model({**inp, **inp_b}, out, name=cfg.task)
+        return tf.keras.Model({**inp, **inp_b}, kind.build(L, head, u, v), name=cfg.task)
 
 # %% ../../nbs/models/06_tf.ipynb #b3915afa
 SCORERS = weakref.WeakKeyDictionary()   # ranking model -> its scorer (a backend's `free` clears them)
@@ -124,15 +138,7 @@ def scorer(model): # a one-text model: token arrays -> (batch, 1) scores
     return SCORERS[model]
 
 # %% ../../nbs/models/06_tf.ipynb #47ecc44b
-_LOSSES = {   # `Task.loss` -> f(tf, y_true, y_pred, margin): one loss per row, from the head's activated outputs
-    'cross_entropy':        lambda tf, y, p, m: tf.keras.losses.sparse_categorical_crossentropy(y, p),
-    'binary_cross_entropy': lambda tf, y, p, m: tf.keras.losses.binary_crossentropy(y, p),
-    'mse':                  lambda tf, y, p, m: tf.reduce_mean(tf.square(tf.cast(y, p.dtype) - p), -1),
-    # y is unused: the order is the label
-    'margin':               lambda tf, y, p, m: tf.nn.relu(m - (p[:, 0] - p[:, 1])),
-}
-
 def per_example_loss(cfg:TrainConfig): # f(y_true, y_pred) -> (batch,) losses
-    "The task's loss (`cfg.spec.loss`) as a function returning one value per row"
-    tf, loss, margin = import_tf(), _LOSSES[cfg.spec.loss], cfg.margin
+    "The loss of the task's head kind (`HEADS`) as a function returning one value per row"
+    tf, loss, margin = import_tf(), head_of(cfg.task, 'tf', HEADS).loss, cfg.margin
     return lambda y, p: loss(tf, y, p, margin)

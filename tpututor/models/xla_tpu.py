@@ -88,7 +88,7 @@ def _rows(cfg:TrainConfig, rows:int, length:int, kind:str='train')->tuple:
     y = None if targets is None else np.zeros(rows, np.int64) if targets == 'classes' else np.zeros(
         (rows, cfg.n_outputs), np.float32)
     # a ranking model scores single texts once trained (a test set of snippets); other pair tasks predict pairs
-    data = (enc, enc) if cfg.pair and (kind == 'train' or cfg.task != 'ranking') else enc
+    data = (enc, enc) if cfg.pair and (kind == 'train' or not cfg.spec.head_kind.scores_texts) else enc
     return data, check_targets(cfg, y, rows)
 
 # %% ../../nbs/models/13_xla_tpu.ipynb #a0e356e8

@@ -13,8 +13,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 from ...config import (TrainConfig, Inputs, FIELDS, check_targets, check_inputs, row_lengths, width, lr_at,
-                             length_plan)
-from ...tasks import Task
+                             length_plan, head_of)
+from ...tasks import Task, Head, declare_heads
 from ...encoding import Encoded
 from ...models.hub import has_weights
 from ...models.checkpoint import checkpoint
@@ -28,15 +28,15 @@ from ...devices.torch import TorchDevice, device_adapter
 from fastcore.basics import patch
 from ..base import prepare_fit
 from ...packing import pack, pack_shape
-from ...models.packed import packing_style, packed_hidden, segment_pool, packed_loss
+from ...models.packed import packing_style, packed_hidden, segment_pool
 from .state import keeper, resumed
 from ...models.torch_batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
                                                predict_batches, PackedData)
 
 # %% auto #0
-__all__ = ['mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer', 'predict',
-           'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'train_data', 'run_epoch',
-           'fit_model']
+__all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer',
+           'predict', 'evaluate', 'save_weights', 'load_weights', 'train_epoch', 'step_losses', 'train_data',
+           'run_epoch', 'fit_model']
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #08a80057
 def mean_pool(hidden, mask): # (batch, hidden)
@@ -44,20 +44,35 @@ def mean_pool(hidden, mask): # (batch, hidden)
     m = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
 
+# %% ../../../nbs/backends/02a_pytorch.ipynb #321e6bd8
+def _one(m, e): return m.head(m.dropout(e))   # one text's outputs (a score, for ranking)
+def _scores(m, e): return torch.cat(m.head(m.dropout(e)).chunk(2), -1)   # (b, 2): a score per text of the pair
+def _siamese(m, e):
+    u, v = e.chunk(2)
+    return m.head(m.dropout(torch.cat([u, v, (u - v).abs(), u * v], -1)))
+def _bxent(out, y, m): return F.binary_cross_entropy_with_logits(out, y, reduction='none').mean(-1)
+
+HEADS = declare_heads(   # head kind -> its head and its per-row loss, in torch
+    classes=Head(_one, lambda out, y, m: F.cross_entropy(out, y, reduction='none')),
+    multilabel=Head(_one, _bxent),
+    regression=Head(_one, lambda out, y, m: ((out - y) ** 2).mean(-1)),
+    ranking=Head(_scores, lambda out, y, m: F.relu(m - (out[:, 0] - out[:, 1]))),
+    siamese=Head(_siamese, _bxent, width=4))
+
 # %% ../../../nbs/backends/02a_pytorch.ipynb #f6e4a8be
 class TaskModel(nn.Module):
     "A transformer encoder and the head its task's row names; both texts of a pair go through the one encoder"
     def __init__(self,
         encoder,           # a transformers `PreTrainedModel` returning `last_hidden_state`
-        spec:Task,         # the task's row of the task table (`cfg.spec`): its head kind
+        spec:Task,         # the task's row of the task table (`cfg.spec`): its head kind, a key of `HEADS`
         n_outputs:int,     # classes or targets (1 for ranking)
         dropout:float=0.1, # dropout before the head
     ):
         super().__init__()
-        self.encoder, self.task, self.kind = encoder, spec.name, spec.head
+        self.encoder, self.task, self.spec, self.kind = encoder, spec.name, spec, HEADS[spec.kind]
         h = encoder.config.hidden_size
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(4 * h if self.kind == 'siamese' else h, n_outputs)
+        self.head = nn.Linear(self.kind.width * h, n_outputs)
         self.buckets = None   # set by training: the sequence lengths the model was compiled for
         self.packing = None   # (style, first position id) when it takes packed rows (`packing_style`)
         self.pack_shape = None  # set by a packed run: (rows per step per replica, most texts per row)
@@ -71,35 +86,25 @@ class TaskModel(nn.Module):
         return mean_pool(self.encoder(**x).last_hidden_state, batch['attention_mask'])
 
     def forward(self, batch:dict):
-        if 'input_ids_b' in batch:   # a pair: stack both texts, one encoder pass, split
-            e = self.embed(
-                {k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch})
-            if self.kind == 'siamese':
-                u, v = e.chunk(2)
-                return self.head(self.dropout(torch.cat([u, v, (u - v).abs(), u * v], -1)))
-            return torch.cat(self.head(self.dropout(e)).chunk(2), -1)   # 'scores': (b, 2), a score per side
-        if self.kind == 'siamese':
-            raise ValueError(
-                f"task {self.task!r} compares two texts: pass a pair (questions, answers), not a single Encoded")
-        return self.head(self.dropout(self.embed(batch)))
+        if 'input_ids_b' in batch:   # a pair: stack both texts, one encoder pass; the head splits them
+            return self.kind.build(self, self.embed(
+                {k: torch.cat([batch[k], batch[k + '_b']]) for k in FIELDS if k in batch and k + '_b' in batch}))
+        if self.spec.pair and not self.spec.head_kind.scores_texts:
+            raise ValueError(f"task {self.task!r} compares two texts: pass a pair "
+                             f"({', '.join(self.spec.head_kind.texts)}), not a single Encoded")
+        e = self.embed(batch)   # one text; of a pair kind that scores texts, its score
+        return self.kind.build(self, e) if not self.spec.pair else _one(self, e)
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #4af49175
-_LOSSES = {   # the task table's loss names in torch, on the head's raw outputs (logits or scores)
-    'cross_entropy':        lambda out, y, m: F.cross_entropy(out, y),
-    'binary_cross_entropy': lambda out, y, m: F.binary_cross_entropy_with_logits(out, y),
-    'mse':                  lambda out, y, m: F.mse_loss(out, y),
-    'margin':               lambda out, y, m: F.relu(m - (out[:, 0] - out[:, 1])).mean(),
-}
-
 def task_loss(
-    cfg:TrainConfig,   # the task (its loss name, `cfg.spec.loss`) and the ranking margin
+    cfg:TrainConfig,   # the task (its head kind's loss, `HEADS`) and the ranking margin
     out,               # the model's forward output
     y=None,            # targets (None for ranking)
     weights=None,      # packed rows: 1 for a text's slot, 0 for an empty one (the mean is over texts)
 ):                     # a scalar tensor (float32)
-    "The task's mean loss on the head's outputs; works on any device"
-    if weights is not None: return packed_loss(cfg.spec.loss, out, y, weights)
-    return _LOSSES[cfg.spec.loss](out.float(), y, cfg.margin)
+    "The task's mean loss on the head's outputs (of packed rows, over the real texts); works on any device"
+    per = HEADS[cfg.spec.kind].loss(out.float(), y, cfg.margin)
+    return per.mean() if weights is None else (per * weights).sum() / weights.sum().clamp(min=1)
 
 # %% ../../../nbs/backends/02a_pytorch.ipynb #2366622c
 def static_masks()->bool: # True when transformers had a mask skip to turn off (5.x), False when there is none (4.57)
@@ -150,6 +155,7 @@ def build_model(
     adapter.prepare()   # before transformers
     import transformers
     static_masks()    # one graph per step on transformers 4.57 and 5
+    head_of(cfg.task, adapter.name, HEADS)   # a task without a head here: refused before loading
     ck = checkpoint(cfg.model).check(adapter.name)
     path, conf = ck.path, ck.hf_config()
     # ModernBERT: the adapter decides what compiles
