@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, BENCH, SMOKE_ENV, drop_empty_results, _write, table, stale, waits_for_gpu, shown_mismatches, refresh_outputs
 
 TIMINGS = BENCH / 'timings.json'   # seconds each bench command took when it last ran here: the order of --stale
-ORDER = ['trainer', 'defaults', 'gpu', 'gpu_jobs', 'xla_buckets', 'xla_spmd', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'resume', 'tutorials', 'tpu_plan']   # the summary's order
+ORDER = ['trainer', 'defaults', 'gpu', 'gpu_jobs', 'xla_buckets', 'xla_spmd', 'bf16', 'tokenize', 'cache', 'memory', 'realruns', 'resume', 'tutorials', 'tpu_plan', 'training_memory']   # the summary's order
 
 def names()->list: return sorted(p.stem[6:] for p in BENCH.glob('bench_*.py'))
 
@@ -106,7 +106,7 @@ SMOKE_GROUPS = {   # framework group -> the (bench, part) it runs in turn, `benc
               ('cache', None), ('realruns', 'default_job'), ('trainer', 'torch'), ('tutorials', None), ('resume', None)],
     'xla+tf+jax': [('bf16', None), ('xla_buckets', None), ('realruns', 'xla_minilm'), ('trainer', 'xla'),
                      ('realruns', 'tf_minilm'), ('trainer', 'tf'), ('trainer', 'jax'), ('trainer', 'kerashub'),
-                     ('tpu_plan', None)],
+                     ('tpu_plan', None), ('training_memory', None)],
 }   # torch_xla before TensorFlow (TensorFlow first aborts the process); the Trainer's torch apart from torch_xla, which accelerate would pick up
 
 def start_group(group:str):

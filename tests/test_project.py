@@ -179,7 +179,7 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '02c_jax_watch', '03_frameworks', '03a_jax', '04_parallelism'], LESSONS
+                                         '02c_jax_watch', '03_frameworks', '03a_jax', '04_parallelism', '05_training_memory'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
     for nb in LESSONS:
@@ -259,6 +259,7 @@ ANSWER_FIGURES = {
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
     '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
     '04_parallelism': {1: ['0.295 ms'], 2: ['7.08 MB', '0.035 ms']},
+    '05_training_memory': {1: ['4.135', '8.273'], 2: ['2.11 GB', '48']},
 }
 
 def _figure(f:str):

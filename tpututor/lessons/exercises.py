@@ -687,6 +687,44 @@ EXERCISES['tp_seconds'] = Exercise('tp_seconds', _tp_seconds, judge=_judge_tp_se
         "collectives does not shrink with a larger batch: only a wider layer (more FLOPs per byte of activation) or "
         "faster links help, which is why Megatron splits layers thousands wide over the chips of one host.")
 
+# %% ../../nbs/12b_exercises.ipynb #adamw002
+# ---- 05_training_memory: the bytes of AdamW's state
+def _adamw_bytes(shapes, precision):
+    "The bytes of AdamW's state for weights of these shapes, kept in this precision"
+    values = sum(int(np.prod(s)) for s in shapes.values())   # every weight, 1-D gains included
+    variable = {'fp32': 4, 'bf16': 4, 'pure_bf16': 2}[precision]   # mixed bf16: float32 variables
+    return 2 * values * variable                                   # two moments a weight: m and v
+
+def _adamw_mistake(moments=2, wide=None, weights=False, matrices=False):
+    "`_adamw_bytes` with one thing a learner gets wrong"
+    def wrong(shapes, precision):
+        values = sum(int(np.prod(s)) for s in shapes.values() if len(s) > 1 or not matrices)
+        nbytes = (wide or {'fp32': 4, 'bf16': 4, 'pure_bf16': 2})[precision]
+        return (moments + weights) * values * nbytes
+    return wrong
+
+def _adamw_cases():
+    s = lambda h, l, v: {'tokens': (v, h), 'head': (h, 2),
+                         **{f'{i}.{k}': d for i in range(l) for k, d in {'w': (h, 4 * h), 'ln': (h,)}.items()}}
+    return [(s(768, 2, 30522), p) for p in ('bf16', 'fp32', 'pure_bf16')] + [
+        (s(128, 1, 1024), 'pure_bf16'), (s(1024, 24, 50265), 'bf16'), ({'gain': (4096,)}, 'fp32')]
+
+EXERCISES['adamw_bytes'] = Exercise('adamw_bytes', _adamw_bytes, cases=_adamw_cases(), mistakes=[
+    (_adamw_mistake(wide={'fp32': 4, 'bf16': 2, 'pure_bf16': 2}), "the moments in bfloat16 under mixed precision: "
+     "mixed bf16 keeps every variable in float32, AdamW's moments with the weights; bfloat16 is only what the "
+     "matmuls compute in"),
+    (_adamw_mistake(moments=1), "one moment a weight: AdamW keeps two, the running mean of the gradients (m) and of "
+     "their squares (v)"),
+    (_adamw_mistake(weights=True), "the weights counted with the moments: AdamW's state is the two moments alone"),
+    (_adamw_mistake(wide={'fp32': 4, 'bf16': 4, 'pure_bf16': 4}), "float32 in every precision: pure bf16 keeps its "
+     "moments in bfloat16, 2 bytes a value"),
+    (_adamw_mistake(matrices=True), "the 1-D weights left out: the LayerNorm gains have moments too"),
+    ], hint="For each weight, the bytes of one value in the dtype the variables are kept in (the lesson's "
+            "`PRECISIONS`), times the number of values, times the moments AdamW keeps.",
+    why="AdamW's state is twice the weights in their own dtype: 8 bytes a weight in fp32 and in mixed bf16, 4 in pure "
+        "bf16. With the weights and gradients that makes 16 bytes a weight before any activation (12 when the "
+        "gradients are used as they are made): a model of 1B weights needs 16 GB in mixed bf16, a whole v5e chip.")
+
 # %% ../../nbs/12b_exercises.ipynb #bmean002
 # ---- 02c_jax_watch: one program per bucket
 def _bucketed_mean(x, buckets, made={}):
