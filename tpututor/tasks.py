@@ -1,4 +1,4 @@
-"""The five fine-tuning tasks in one table, each naming its head kind, and the heads a backend declares for the kinds it runs
+"""The five fine-tuning tasks in one table, each naming its head kind, and the heads backends declare
 
 Docs: https://tpututor.github.io/tpututor/tasks.html.md"""
 

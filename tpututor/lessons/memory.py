@@ -1,4 +1,4 @@
-"""One transformer training step compiled for TPU v5e-8 by the TPU's own compiler, its bytes per chip split into weights, gradients, AdamW's state and activations: remat, donation and precision, against `tpututor plan`'s estimate, and what a learner does with it
+"""One training step's bytes per chip, compiled for TPU v5e-8: weights, gradients, AdamW's state, activations
 
 Docs: https://tpututor.github.io/tpututor/lessons/training_memory.html.md"""
 
