@@ -2,7 +2,7 @@
 # Sets this checkout up (once; fast when already done) and runs one job in it.
 #   ./run.sh train [ARGS]   k-fold fine-tune + ensemble (`tpututor train --help` for ARGS)
 #   ./run.sh test [ARGS]    every notebook, the pytest suite and the nbdev checks, on both cores (pytest-xdist);
-#                           ARGS: notebooks (nbs/backends/02_keras.ipynb), test files, -k EXPR, or --changed (what changed since main)
+#                           ARGS: notebooks (nbs/backends/keras/00_backend.ipynb), test files, -k EXPR, or --changed (what changed since main)
 #   ./run.sh bench [NAME]   the benchmarks in bench/ (bench/run.py); --stale: only what is stale, then the notebook
 #                           outputs that show records; --smoke: every bench on tiny shapes; --check: what is stale
 #   ./run.sh docs [--force] the docs site, built from the notebooks into docs/ (tools/docs/README.md)

@@ -2,7 +2,7 @@
 
 Each row builds the keras backend's training step from a checkpoint's config alone (the fields of its config.json on the
 hub, written out below: nothing is downloaded, no weight is made) and has libtpu compile it for TPU v5e-8 or v6e-8 on
-this CPU (`tpututor.models.keras_tpu.compile_run`). Beside the compiler's total per device stands `tpututor.plan`'s
+this CPU (`tpututor.backends.keras.tpu.compile_run`). Beside the compiler's total per device stands `tpututor.plan`'s
 estimate (`memory_plan`), which `tpututor plan` prints without compiling; the goal is that it stays within 25% of the
 compiler on every row, and that the largest batch the estimate names compiles and fits. Nothing here ran on a TPU:
 every figure is what libtpu compiled for the chip.
@@ -118,12 +118,12 @@ def child(row:dict, known:dict|None=None)->dict:
     lengths = row.get('lengths') or [row['length']]
     t0 = time.time()
     if row.get('backend') == 'xla':   # torch_xla traces in a child of its own; JAX only compiles here
-        from tpututor.models.xla_tpu import compile_xla_run
+        from tpututor.backends.xla.tpu import compile_xla_run
         progs = compile_xla_run(train_config(row), row['accelerator'], lengths, known=known)
     else:
         from tpututor.devices.jax import import_keras
         import_keras()
-        from tpututor.models.keras_tpu import compile_run
+        from tpututor.backends.keras.tpu import compile_run
         progs = compile_run(train_config(row), row['accelerator'], lengths, predict=bool(row.get('lengths')),
                             known=known)
     mods = sorted(m for m in sys.modules if m.startswith('tpututor.') and getattr(sys.modules[m], '__file__', None))
@@ -230,7 +230,7 @@ def main(fresh=False):
 
 def tutorial_records(tuts:dict, runs:dict)->dict:
     "notebook -> what its top cell prints: programs, per-device HBM, roofline epoch and job time, versions"
-    from tpututor.models.keras_tpu import plan_figures
+    from tpututor.backends.keras.tpu import plan_figures
     out = {}
     for nb, row in tuts.items():
         t, r = TUTORIALS[nb], runs[key(row)]

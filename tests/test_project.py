@@ -426,13 +426,13 @@ def test_changed_maps_files_to_tests():
     assert targets(['nbs/tutorials/01_keras_kfold.ipynb']) == ['tests/test_notebooks.py::test_tpu_setting[tutorials/01_keras_kfold.ipynb]', 'tests/test_project.py']
     assert targets(['nbs/lessons/02_xla.ipynb']) == [nb('lessons/02_xla.ipynb')]
     tf = targets(['tpututor/backends/tf.py'])
-    assert nb('backends/05_tf.ipynb') in tf and nb('backends/02_keras.ipynb') not in tf   # no backend imports another
+    assert nb('backends/tf/00_backend.ipynb') in tf and nb('backends/keras/00_backend.ipynb') not in tf   # no backend imports another
     assert {'tests/test_backends.py::test_contract[tf]',
             'tests/test_resume.py::test_kfold_end_to_end[tf]'} <= set(tf), tf
     # the tf cases alone
     assert not {'tests/test_backends.py', 'tests/test_resume.py', 'tests/test_project.py'} & set(tf), tf
     config = targets(['tpututor/config.py'])   # every backend imports it: the contract, each backend's notebook, the CLI's tests
-    assert {nb('04_config.ipynb'), nb('backends/02_keras.ipynb'), nb('backends/02a_pytorch.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
+    assert {nb('04_config.ipynb'), nb('backends/keras/00_backend.ipynb'), nb('backends/pytorch/00_base.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
     assert {'tpututor.backends.keras', 'tpututor.cli', 'tpututor.kfold'} <= importers('tpututor.config')
     got = targets(['tpututor/data.py', 'tests/test_cli.py', 'tests/contract_probe.py', 'bench/bench_memory.py', 'tools/docs/build.py'])
     assert {nb('01_data.ipynb'), 'tests/test_cli.py', 'tests/test_backends.py', 'tests/test_project.py', 'tests/test_docs.py'} <= set(got), got

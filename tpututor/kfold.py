@@ -412,7 +412,7 @@ def run_kfold(
 # %% ../nbs/10_kfold.ipynb #1be090d0
 def plot_run(out)->Path:
     "Draw loss curves per fold and fold scores of run directory `out` into loss.png and folds.png"
-    from tpututor.backends.base import in_notebook
+    from tpututor.progress import in_notebook
     import matplotlib; matplotlib.use('Agg') if not in_notebook() else None
     import matplotlib.pyplot as plt
     out = Path(out); m = read_json(out/'metrics.json'); task = read_json(out/'run.json')['config']['task']

@@ -6,13 +6,16 @@ Docs: https://tpututor.github.io/tpututor/plan.html.md"""
 
 # %% ../nbs/08_plan.ipynb #39b7628c
 from __future__ import annotations
+import math
 from .flops import model_dims, train_flops, config_getter
 from .datasheets import TPU_SPECS, tpu_spec
 from .models.families import DECODER_TYPES
+from .models.checkpoint import checkpoint
 
 # %% auto #0
 __all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'COMPILERS', 'param_count', 'memory_plan', 'accelerator_of',
-           'hbm_bytes', 'largest_batch', 'slice_devices', 'check_fits', 'step_time']
+           'hbm_bytes', 'largest_batch', 'slice_devices', 'check_fits', 'step_time', 'largest_batch_compiled',
+           'plan_figures']
 
 # %% ../nbs/08_plan.ipynb #6dc60ffe
 # model types of the decoder LLMs `model_dims` reads
@@ -230,3 +233,59 @@ def step_time(
     compute, memory = flops / peak, moved / bw
     return dict(compute=compute, memory=memory, step=max(compute, memory),
                 bound='compute' if compute >= memory else 'memory')
+
+# %% ../nbs/08_plan.ipynb #ca27c606
+def largest_batch_compiled(
+    cfg,                       # the run's TrainConfig (its batch_size is the first point of the line)
+    accelerator:str='v5e-8',   # the slice
+    length:int|None=None,      # the longest padded length (default: cfg.max_len)
+    tries:int=3,               # compiles to confirm a candidate before giving up
+    first:dict|None=None,      # the training program at cfg.batch_size, when compiled already (by `run`)
+    *,
+    run,                       # run(cfg, accelerator, lengths, predict, batch_size) -> the programs' figures, as a
+                               # backend's compile gives them (the keras backend's `compile_run`, the xla backend's)
+)->dict:                       # rows per replica that fit, and the line (bytes at 0 rows, bytes a row), compiles made
+    "The most rows per replica whose training step libtpu compiles within a device's HBM"
+    L, b1 = length or cfg.max_len, cfg.batch_size
+    at = lambda b: run(cfg, accelerator, [L], predict=False, batch_size=b)[0]
+    p1, n = (first, 0) if first else (at(b1), 1)
+    if not p1['fits'] and b1 > 1: b1, p1, n = 1, at(1), n + 1
+    if not p1['fits']: return dict(batch=0, base=p1['total'], per_row=None, compiles=n, total=p1['total'],
+                                   hbm=p1['hbm'])
+    p2 = at(2 * b1); n += 1
+    per_row = max(1.0, (p2['total'] - p1['total']) / b1)   # a refused compile says at least how much: a lower bound
+    base = p1['total'] - per_row * b1
+    hbm = p1['hbm']
+    b = int((hbm - base) // per_row)
+    while b >= 1 and tries:
+        p = at(b); n += 1; tries -= 1
+        if p['fits']: return dict(batch=b, base=base, per_row=per_row, compiles=n, total=p['total'], hbm=hbm)
+        b = min(b - 1, int(b - (p['total'] - hbm) / per_row) - 1)
+    return dict(batch=0 if b < 1 else None, base=base, per_row=per_row, compiles=n, total=None, hbm=hbm)
+
+# %% ../nbs/08_plan.ipynb #e5adc5e5
+def plan_figures(
+    cfg,                       # the run's TrainConfig: model, batch_size, precision, lora, model_parallel, epochs
+    programs:list,             # a backend's compiled programs (the keras backend's `compile_run`)
+    rows:int|None=None,        # training rows of the whole data (None: no job time)
+    folds:int=5,               # folds of the k-fold job (1: one training on all `rows`)
+    devices:int|None=None,     # devices of the slice (a decoder's weights split over all of them; `memory_plan`)
+    predict_rows:int|None=None,# rows each training predicts (default: its held-out fold's, `rows / folds`)
+)->dict:                       # the programs with `estimate` beside each training one; steps and job seconds
+    "The estimate beside each compiled training program, and the roofline time of a fold and of the k-fold job"
+    config = checkpoint(cfg.model).config
+    prec = 'bf16' if cfg.precision == 'fp16' else cfg.precision
+    progs = [dict(p, estimate=None if config is None or p['kind'] != 'train' else memory_plan(
+        config, p['length'], p['batch'], prec, cfg.lora,
+        cfg.model_parallel, devices=devices)['total']) for p in programs]
+    out = dict(programs=progs, fits=all(p['fits'] for p in progs))
+    longest = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
+    if rows and longest['fits']:
+        steps = (rows - (rows // folds if folds > 1 else 0)) // longest['rows'] * cfg.epochs
+        pred = [p for p in progs if p['kind'] == 'predict' and p['length'] == longest['length']]
+        held = predict_rows if predict_rows is not None else rows / folds if folds > 1 else 0
+        pred_s = math.ceil(held / pred[0]['rows']) * pred[0]['roofline_s'] if pred else 0.0
+        out.update(steps_per_fold=steps, fold_s=steps * longest['roofline_s'] + pred_s,
+                   job_s=folds * (steps * longest['roofline_s'] + pred_s))
+    return out
+

@@ -33,7 +33,7 @@ IMAGES = {
         title="Kaggle's TPU image versions", python='3.12', pins='kaggle-tpu.txt', command='./run.sh compat',
         notebooks=['lessons/02_xla', 'lessons/03_frameworks', 'lessons/03a_jax',
                    'devices/01_frameworks', 'devices/03_jax', 'devices/07_xla',
-                   'models/03_convert', 'models/04_llm', 'backends/02_keras', 'backends/04_xla',
+                   'backends/keras/02_convert', 'backends/keras/03_llm', 'backends/keras/00_backend', 'backends/xla/00_backend',
                    'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores',
                    'tutorials/05_llm_classifier', 'commands/05_doctor'],
         families=['keras', 'xla'], job=[], lacks=[],

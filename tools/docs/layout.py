@@ -76,6 +76,17 @@ def load_rules(path:Path=RULES)->dict:
 
 def _match(path, pattern): return fnmatch.fnmatchcase(path, pattern)
 
+def _apart(a:str, b:str, g:dict)->bool:
+    """Does importing `b` from `a` cross group `g`: both its members, `b` not shared, `a` not its registry, and (with
+    `by = "folder"`) `a` and `b` not of one folder of the group?"""
+    if not (_match(a, g['modules']) and _match(b, g['modules'])) or b in g.get('shared', []) or a == g.get('registry'):
+        return False
+    if g.get('by') == 'folder':
+        root = g['modules'].rsplit('/', 1)[0] + '/'
+        unit = lambda p: p[len(root):].split('/')[0] if p.startswith(root) else p
+        return unit(a) != unit(b)
+    return True
+
 def layers_of(path:str, rules:dict)->list:
     "Indexes of the layers (0 = top) whose patterns match module `path`"
     return [i for i, l in enumerate(rules['layer']) if any(_match(path, p) for p in l['modules'])]
@@ -119,9 +130,7 @@ def breaks(mods:dict, rules:dict)->set:
         for b in m.imports:
             lb = layers_of(b, rules)
             if len(la) == 1 and len(lb) == 1 and lb[0] < la[0]: out.add((a, b))
-            for g in rules['apart']:
-                if (_match(a, g['modules']) and _match(b, g['modules']) and b not in g.get('shared', [])
-                        and a != g.get('registry')): out.add((a, b))
+            if any(_apart(a, b, g) for g in rules['apart']): out.add((a, b))
     return out
 
 def check(mods:dict, rules:dict)->list:
@@ -133,8 +142,8 @@ def check(mods:dict, rules:dict)->list:
         elif len(ls) > 1: problems.append(f'{p} matches the layers {[names[i] for i in ls]} in tools/docs/layout.toml: make one pattern match it')
     for a, b in sorted(breaks(mods, rules)):
         line = f'{a}:{mods[a].imports[b]} imports {b}'
-        group = next((g for g in rules['apart'] if _match(a, g['modules']) and _match(b, g['modules'])), None)
-        if group and b not in group.get('shared', []) and a != group.get('registry'):
+        group = next((g for g in rules['apart'] if _apart(a, b, g)), None)
+        if group:
             problems.append(f"{line}: {group.get('why') or group['modules'] + ' never import each other'}; "
                             f"share it through {', '.join(group.get('shared', [])) or 'a lower layer'} instead")
         else:

@@ -20,10 +20,11 @@ from ..devices.ops import raise_peak
 from fastcore.basics import patch
 from ..models.families import FAMILIES, DECODERS
 from .registry import backend_names, backend_class
+from ..progress import progress
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'CAPABILITIES', 'HOOKS', 'History', 'in_notebook', 'progress_mode', 'progress', 'epoch_line',
-           'EpochLoop', 'FitStart', 'prepare_fit', 'Backend', 'check_backend', 'pick_backend']
+__all__ = ['EPOCH_KEYS', 'CAPABILITIES', 'HOOKS', 'History', 'epoch_line', 'EpochLoop', 'FitStart', 'prepare_fit', 'Backend',
+           'check_backend', 'pick_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu',
@@ -77,41 +78,6 @@ class History:
             f"History({len(self)} epochs, best epoch "
             f"{self.best_epoch}{', stopped early' if self.stopped_early else ''})\n"
                 + pd.DataFrame(self.records, columns=EPOCH_KEYS).set_index('epoch').to_string())
-
-# %% ../../nbs/backends/00_base.ipynb #d88b8375
-def in_notebook()->bool:
-    try: return get_ipython().__class__.__name__ != 'TerminalInteractiveShell'   # noqa: F821
-    except NameError: return False
-
-# %% ../../nbs/backends/00_base.ipynb #afb08a9a
-def progress_mode()->str: # 'bar' or 'lines'
-    """'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run;
-    `TPUTUTOR_PROGRESS` overrides"""
-    mode = os.environ.get('TPUTUTOR_PROGRESS')
-    if mode in ('bar', 'lines'): return mode
-    if os.environ.get('IN_TEST'): return 'lines'   # nbdev's test runs: outputs kept in a notebook hold no live widgets
-    return 'bar' if in_notebook() or sys.stdout.isatty() else 'lines'
-
-# %% ../../nbs/backends/00_base.ipynb #f92f3e40
-class _NoBar:
-    "What `progress` gives where there is nothing to draw"
-    def update(self, n=1): pass
-    def set_postfix_str(self, s='', refresh=True): pass
-    def close(self): pass
-
-# %% ../../nbs/backends/00_base.ipynb #47aab1fa
-def progress(
-    total:int,          # steps in the epoch
-    desc:str,           # e.g. 'epoch 1/3'
-    verbose:bool=True,  # False: no bar at all
-):                      # an object with update(n), set_postfix_str(s), close()
-    "A live progress bar in a notebook or terminal; nothing in a log file or pipe (the epoch line is the record there)"
-    if not verbose or progress_mode() == 'lines': return _NoBar()
-    if in_notebook():
-        from tqdm.auto import tqdm
-        return tqdm(total=total, desc=desc, leave=False, mininterval=1)
-    from tqdm import tqdm
-    return tqdm(total=total, desc=desc, leave=False, mininterval=2, file=sys.stdout, ascii=True)
 
 # %% ../../nbs/backends/00_base.ipynb #a37a14ed
 def epoch_line(rec:dict, epochs:int)->str:

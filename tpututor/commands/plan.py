@@ -64,7 +64,7 @@ def _xla_total(args)->tuple: # (bytes a device holds, the devices it was compile
     nothing run"""
     from tpututor.devices.jax import virtual_jax, import_keras
     virtual_jax(args.devices); import_keras()
-    from tpututor.models.keras_memory import xla_step_memory
+    from tpututor.backends.keras.memory import xla_step_memory
     cfg = TrainConfig(model=args.model, max_len=args.max_len, precision=args.precision,
                       lora=args.lora, model_parallel=args.model_parallel)
     return xla_step_memory(cfg, args.batch_size, args.max_len)
@@ -79,11 +79,11 @@ def _compiled(args)->dict: # `tpu_plan`'s result
                       precision=args.precision, lora=args.lora, model_parallel=args.model_parallel, epochs=args.epochs)
     xla = getattr(args, 'backend', 'keras') == 'xla'
     if xla:   # torch_xla traces the step in a child process
-        from tpututor.models.xla_tpu import xla_tpu_plan
+        from tpututor.backends.xla.tpu import xla_tpu_plan
         r = xla_tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds, search=args.search or None)
     else:
         import_keras()
-        from tpututor.models.keras_tpu import tpu_plan
+        from tpututor.backends.keras.tpu import tpu_plan
         r = tpu_plan(cfg, args.accelerator, lengths, args.rows, args.folds, args.search or None)
     mb = lambda b: f"{b / 2**20:9,.0f}"
     who = "the xla backend's step traced by torch_xla, " if xla else ''

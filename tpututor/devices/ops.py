@@ -161,11 +161,11 @@ def clear_compile_cache(
     return freed
 
 # %% ../../nbs/devices/00_ops.ipynb #801a46bf
-DEVICE_ADAPTERS = {   # framework -> (module, class) of the object that answers the operations below for it
-    'torch': ('tpututor.backends.pytorch.base', 'TorchDevice'),
-    'torch_xla': ('tpututor.backends.xla', 'XlaDevice'),
-    'jax': ('tpututor.devices.jax', 'JaxDevice'),
-    'tensorflow': ('tpututor.devices.tf', 'TfDevice'),
+DEVICE_ADAPTERS = {   # framework -> (its module beside this one, the class that answers the operations below for it)
+    'torch': ('torch', 'TorchDevice'),
+    'torch_xla': ('xla', 'XlaDevice'),
+    'jax': ('jax', 'JaxDevice'),
+    'tensorflow': ('tf', 'TfDevice'),
 }
 
 def device_ops(
@@ -173,12 +173,12 @@ def device_ops(
 # its device adapter: kind(), peak_flops(dtype), count_compiles(), cache_hits(), compile_seconds(),
 # use_compile_cache(path)
 ):
-    "The object that answers the meter's questions for `framework` (its module is imported only now)"
+    "The object that answers the meter's questions for `framework` (its module of `tpututor.devices` imported only now)"
     import importlib
     if framework not in DEVICE_ADAPTERS:
         raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_ADAPTERS)}")
     mod, cls = DEVICE_ADAPTERS[framework]
-    return getattr(importlib.import_module(mod), cls)()
+    return getattr(importlib.import_module(f'.{mod}', __package__), cls)()
 
 # %% ../../nbs/devices/00_ops.ipynb #2b704351
 def peak_flops(framework:str, dtype:str='float32', refresh:bool=False)->float: # FLOP/s of one device

@@ -6,12 +6,13 @@ Docs: https://tpututor.github.io/tpututor/devices/tpu.html.md"""
 
 # %% ../../nbs/devices/08_tpu.ipynb #18def4f8
 from __future__ import annotations
-import contextlib, functools, glob, importlib.metadata as md, os, re, tempfile
+import contextlib, functools, glob, hashlib, importlib.metadata as md, os, re, tempfile
 from ..datasheets import TPU_SPECS
 
 # %% auto #0
 __all__ = ['GENERATIONS', 'GRIDS', 'TPUCompileError', 'tpu_target', 'libtpu_version', 'expected_libtpu', 'check_libtpu',
-           'no_tpu_here', 'cpu_unless_tpu', 'quiet_stderr', 'tpu_devices', 'device_hbm', 'tpu_mesh']
+           'no_tpu_here', 'cpu_unless_tpu', 'quiet_stderr', 'tpu_devices', 'device_hbm', 'tpu_mesh', 'hlo_counts',
+           'compiled_figures', 'refused', 'program_key']
 
 # %% ../../nbs/devices/08_tpu.ipynb #7b7856a4
 # generation -> libtpu's name for it, the TensorCores a name counts per chip, its torus
@@ -143,3 +144,55 @@ def tpu_mesh(
     if model_parallel < 1 or n % model_parallel:
         raise TPUCompileError(f"model_parallel={model_parallel} must divide the {n} devices of {accelerator}")
     return Mesh(np.array(devs).reshape(n // model_parallel, model_parallel), ('batch', 'model'))
+
+# %% ../../nbs/devices/08_tpu.ipynb #cf34684a
+def hlo_counts(text:str)->dict: # op -> how many the optimized HLO holds
+    "Fusions, matmuls (`convolution` on a TPU) and collectives of an optimized HLO module"
+    ops = ('fusion', 'convolution', 'all-reduce', 'all-gather', 'reduce-scatter', 'all-to-all', 'collective-permute')
+    return {o: len(re.findall(rf'\s{o}(?:-start)?\(', text)) for o in ops}
+
+# %% ../../nbs/devices/08_tpu.ipynb #3f6dfdd3
+def compiled_figures(
+    compiled,              # a `jax.stages.Compiled` for TPU devices
+    accelerator:str,       # the slice it was compiled for (`tpututor.devices.tpu.tpu_target`)
+)->dict:                   # bytes per device, FLOPs, HBM bytes, roofline seconds, HLO counts
+    "What libtpu says of a compiled program, per device, against the chip's HBM and datasheet"
+    m, c, s = compiled.memory_analysis(), compiled.cost_analysis(), tpu_target(accelerator)['spec']
+    c = c[0] if isinstance(c, (list, tuple)) else c
+    out = dict(arguments=m.argument_size_in_bytes, outputs=m.output_size_in_bytes, aliased=m.alias_size_in_bytes,
+               temporaries=m.temp_size_in_bytes, code=m.generated_code_size_in_bytes)
+    out['total'] = out['arguments'] + out['outputs'] - out['aliased'] + out['temporaries'] + out['code']
+    peak = s['peak_bf16_tflops_per_chip'] * 1e12 / s['devices_per_chip']
+    bw = s['hbm_gbps_per_chip'] * 1e9 / s['devices_per_chip']
+    flops, moved = float(c.get('flops', 0)), float(c.get('bytes accessed', 0))
+    out.update(hbm=device_hbm(accelerator), flops=flops, hbm_bytes=moved,
+               roofline_s=max(flops / peak, moved / bw), bound='compute' if flops / peak >= moved / bw else 'memory',
+               hlo=hlo_counts(compiled.as_text()))
+    out['fits'] = out['total'] <= out['hbm']
+    return out
+
+# %% ../../nbs/devices/08_tpu.ipynb #3f55d366
+_UNITS = dict(K=2**10, M=2**20, G=2**30, T=2**40)
+
+def refused(
+    message:str,       # the compiler's error
+    what:str,          # the program, in words
+    accelerator:str,   # the slice
+)->dict:               # `compiled_figures`' keys that are known: total (at least), hbm, fits=False, refused
+    "The compiler's own figures from its out-of-memory refusal; a `TPUCompileError` for any other failure"
+    m = re.search(r'RESOURCE_EXHAUSTED.*?required for ([\w ]+?) \(([\d.]+)([KMGT])\) exceeds available HBM '
+                  r'\(([\d.]+)([KMGT])\)', message, re.S)
+    if not m: raise TPUCompileError(f"libtpu could not compile {what} for {accelerator}: {message[:2000]}")
+    need, have = float(m.group(2)) * _UNITS[m.group(3)], float(m.group(4)) * _UNITS[m.group(5)]
+    return dict(total=need, hbm=have, fits=False, refused=f"{m.group(1)} need {need / 1e9:.2f} GB of the "
+                f"{have / 1e9:.2f} GB available", arguments=None, outputs=None, aliased=None, temporaries=need,
+                code=None, flops=None, hbm_bytes=None, roofline_s=None, bound=None, hlo=None)
+
+# %% ../../nbs/devices/08_tpu.ipynb #5b1c0e7a
+def program_key(
+    program,           # a `jax.stages.Lowered` for TPU devices, or a StableHLO module's text
+    accelerator:str,   # the slice it was lowered for
+)->str:                # 16 hex digits
+    "What libtpu's figures for a program depend on: its StableHLO (no source locations in it), the slice, libtpu"
+    text = program if isinstance(program, str) else program.as_text()
+    return hashlib.sha256(f'{accelerator}\n{libtpu_version()}\n{text}'.encode()).hexdigest()[:16]

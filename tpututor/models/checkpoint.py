@@ -6,7 +6,7 @@ Docs: https://tpututor.github.io/tpututor/models/checkpoint.html.md"""
 
 # %% ../../nbs/models/02_checkpoint.ipynb #b8914665
 from __future__ import annotations
-import hashlib, json
+import functools, hashlib, json, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from .hub import resolve_model, hub_file
@@ -15,7 +15,7 @@ from fastcore.basics import patch_to
 
 # %% auto #0
 __all__ = ['READS', 'WEIGHT_FILES', 'keras_preset_name', 'keras_preset_folder', 'keras_preset', 'Checkpoint', 'checkpoint',
-           'model_config', 'check_family', 'checkpoint_files', 'checkpoint_hash']
+           'model_config', 'check_family', 'checkpoint_files', 'checkpoint_hash', 'config_only']
 
 # %% ../../nbs/models/02_checkpoint.ipynb #f83f91f2
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
@@ -156,3 +156,15 @@ def checkpoint_hash(model)->str: # 16 hex digits
     h = hashlib.sha256()
     for p in files: _sample(p, h)
     return h.hexdigest()[:16]
+
+# %% ../../nbs/models/02_checkpoint.ipynb #2324ffe8
+@functools.lru_cache(maxsize=None)
+def config_only(
+    model:str,   # 'minilm', a Hugging Face folder, a hub id (its config is fetched), a KerasHub preset folder
+)->str:          # a folder holding only that config.json (a KerasHub preset: the preset itself)
+    "The model's config without its weights, so building it loads nothing (one folder a model and process)"
+    config = checkpoint(model).config
+    if config is None: return model   # a KerasHub preset: `from_preset` builds it without weights from its own folder
+    d = Path(tempfile.mkdtemp(prefix='tpututor-config-'))
+    (d/'config.json').write_text(json.dumps(config))
+    return str(d)
