@@ -20,7 +20,7 @@ TF_ROWS, XLA_ROWS = ((64, 32), (64, 32)) if SMOKE else ((4000, 1000), (2500, 100
 REPLICAS, XLA_BUCKETS = (1, 2) if SMOKE else (8, 3)   # the tf run's replicas (a smoke run: one, see SMOKE_GROUPS in run.py), the xla run's buckets
 
 def tf_minilm()->dict:
-    "backends/05_tf: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
+    "backends/tf/00_backend: one epoch on 4,000 snippets, 3 length buckets, the 8 replicas of the virtual TPU; held-out accuracy on 1,000"
     import numpy as np
     from tpututor.devices.describe import virtual_tpu
     virtual_tpu(REPLICAS, frameworks='tf')
@@ -45,7 +45,7 @@ def tf_minilm()->dict:
                 buckets=[int(b) for b in choose_buckets(e_tr.lengths, cfg.buckets, max_len=64)])
 
 def xla_minilm()->dict:
-    "backends/04_xla: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
+    "backends/xla/00_backend: one epoch on 2,500 snippets, 3 length buckets, one torch_xla device; held-out accuracy on 1,000"
     from tpututor.backends.xla import XlaBackend
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes

@@ -142,14 +142,14 @@ def key(row:dict)->str: return json.dumps(row, sort_keys=True)
 
 def compiled(rows:list, fresh:bool=False)->dict:
     "key -> a child's result for each row: from tpu_plan_compiles.jsonl where its program code and versions are today's"
-    from tpututor.records import code_hash
+    from tpututor.records import code_hash, module_file
     runs_file = RESULTS / 'tpu_plan_compiles.jsonl'   # a row's compile a line (the record is tpu_plan.json)
     runs = {} if SMOKE or fresh or not runs_file.exists() else {
         key(r['row']): r for r in map(json.loads, runs_file.read_text().splitlines())}
     for i, row in enumerate(rows):
         k, old = key(row), runs.get(key(row))
         same = old and old['versions'] == versions(row.get('backend', 'keras'))
-        if same and code_hash(old['modules']) == old['program_code']:
+        if same and all(module_file(m).exists() for m in old['modules']) and code_hash(old['modules']) == old['program_code']:
             with open(os.environ[IMPORTS], 'a') as f:   # the record hashes them
                 f.write('\n'.join(old['modules']) + '\n')
             continue

@@ -6,7 +6,7 @@ library and hand-written epochs are interleaved, because two CPU cores shared wi
 The hand-written loop does the same work as the library's on the same bucketed batches: same model,
 `tpututor.backends.xla.AdamW`, same schedule and clipping, one sync per step; it has no progress bar,
 compile watcher or loss bookkeeping. It uses the library's AdamW because
-`torch.optim.AdamW` would add compiles of its own (see nbs/backends/04_xla.ipynb), and this row measures the
+`torch.optim.AdamW` would add compiles of its own (see nbs/backends/xla/00a_lazy.ipynb), and this row measures the
 loop, not the optimizer.
 
     ./run.sh bench xla_buckets                    recorded

@@ -577,11 +577,12 @@ def test_navigation_follows_the_folders(tmp_path, monkeypatch):
     "Pages at nbdev's paths; sections from the folders of nbs/ (a later folder becomes a part of the Library), the flat layout's lessons by number; two notebooks on one page stop the build"
     nbs = tmp_path / 'nbs'
     for f in ('index', '01_data', '00_tpu', 'lessons/00a_devices', 'tutorials/01_keras_kfold', 'models/00_hub', 'backends/02_keras',
-              'backends/00_base', 'explanations/00_why', '_drafts/01_x', '.ipynb_checkpoints/01_data-checkpoint', '_skip'):
+              'backends/00_base', 'backends/tf/00_backend', 'backends/tf/01_network', 'explanations/00_why', '_drafts/01_x', '.ipynb_checkpoints/01_data-checkpoint', '_skip'):
         (nbs / f'{f}.ipynb').parent.mkdir(parents=True, exist_ok=True); (nbs / f'{f}.ipynb').write_text('{}')
     monkeypatch.setattr(docs_build, 'NBS', nbs); monkeypatch.setattr(docs_build, 'ROOT', tmp_path)
     found = [nb.relative_to(nbs).as_posix() for nb in docs_build.notebooks()]
-    assert found == ['00_tpu.ipynb', '01_data.ipynb', 'backends/00_base.ipynb', 'backends/02_keras.ipynb', 'explanations/00_why.ipynb',
+    assert found == ['00_tpu.ipynb', '01_data.ipynb', 'backends/00_base.ipynb', 'backends/02_keras.ipynb',
+                     'backends/tf/00_backend.ipynb', 'backends/tf/01_network.ipynb', 'explanations/00_why.ipynb',
                      'index.ipynb', 'lessons/00a_devices.ipynb', 'models/00_hub.ipynb', 'tutorials/01_keras_kfold.ipynb'], found
     assert docs_build.page_of('backends/02_keras.ipynb') == 'backends/keras.html' and docs_build.page_of('lessons/00a_devices.ipynb') == 'lessons/devices.html'
     sec = {nb.relative_to(nbs).as_posix(): docs_build.section(nb) for nb in docs_build.notebooks()}
@@ -595,7 +596,10 @@ def test_navigation_follows_the_folders(tmp_path, monkeypatch):
     assert [next(iter(d)) for d in nav] == ['Start', 'Lessons', 'Tutorials', 'Library', 'Performance'], nav
     library = nav[3]['Library']
     assert [next(iter(d)) for d in library] == ['tpu: 00_tpu', 'data: 01_data', 'Models', 'Backends', 'Explanations'], library
-    assert library[3]['Backends'] == [{'base: 00_base': 'backends/base.ipynb'}, {'keras: 02_keras': 'backends/keras.ipynb'}]
+    assert library[3]['Backends'] == [{'base: 00_base': 'backends/base.ipynb'}, {'keras: 02_keras': 'backends/keras.ipynb'},
+                                      {'tf': [{'backend: 00_backend': 'backends/tf/backend.ipynb'},   # a folder in a part
+                                              {'network: 01_network': 'backends/tf/network.ipynb'}]}]
+    assert sec['backends/tf/01_network.ipynb'] == ('Library', 'backends')
     assert [next(iter(d.values())) for d in nav[0]['Start']] == ['index.ipynb', 'install.md', 'layout.md', 'contributing.md']
     (nbs / 'lessons' / '00a_devices.ipynb').rename(nbs / 'lessons' / '01_devices.ipynb')
     (nbs / 'lessons' / '00_devices.ipynb').write_text('{}')
@@ -716,18 +720,22 @@ def test_layout_check_finds_breaks(tmp_path):
              'config.py': 'from .backends.base import Backend', 'kfold.py': 'from .lessons import tpu',
              'backends/__init__.py': 'def get(k):\n    from . import keras, torch', 'backends/base.py': '',
              'backends/keras.py': 'from .base import Backend\nfrom .torch import fit', 'backends/torch.py': 'from .base import Backend',
-             'lessons/__init__.py': '', 'lessons/tpu.py': 'from tpututor.kfold import run', 'extra.py': ''}
+             'lessons/__init__.py': '', 'lessons/tpu.py': 'from tpututor.kfold import run', 'extra.py': '',
+             # a backend's folder: its modules import each other, never another backend's
+             'backends/tf/__init__.py': 'from .network import build\nfrom ..keras import fit', 'backends/tf/network.py': ''}
     for name, src in files.items(): (pkg / name).parent.mkdir(parents=True, exist_ok=True); (pkg / name).write_text(src)
     mods = layout.read_package(pkg)
     assert mods['backends/__init__.py'].imports.keys() == {'backends/keras.py', 'backends/torch.py'}
     found = '\n'.join(layout.check(mods, layout.load_rules()))
     for what in ("config.py:1 imports backends/base.py: layer 'config' may not import layer 'the contract'",
                  "kfold.py:1 imports lessons/tpu.py", 'backends/keras.py:2 imports backends/torch.py: a backend never imports another',
-                 'circle: data.py, rundir.py', 'extra.py is in no layer'):
+                 'circle: data.py, rundir.py', 'extra.py is in no layer',
+                 'backends/tf/__init__.py:2 imports backends/keras.py: a backend never imports another'):
         assert what in found, f'{what!r} not found in:\n{found}'
     assert 'backends/__init__.py:' not in found and 'imports backends/base.py: a backend' not in found, found
+    assert 'imports backends/tf/network.py' not in found, found   # within one backend's folder
     layout.draw(mods, layout.load_rules(), tmp_path / 'layout.svg')
-    assert '12 modules, 10 imports' in (tmp_path / 'layout.svg').read_text()
+    assert '14 modules, 12 imports' in (tmp_path / 'layout.svg').read_text()
 
 def test_pages_workflow_parses():
     "The GitHub Pages workflow (it cannot run here): valid YAML that builds with ./run.sh docs and uploads docs/"

@@ -28,19 +28,23 @@ def test_readme_is_built_from_index():
     from make_readme import readme
     assert (ROOT/'README.md').read_text() == readme(NBS/'index.ipynb'), 'README.md is stale: run python tools/make_readme.py'
 
-# Modules that exist to drive a framework may import it at the top; every other module must not.
-FRAMEWORK_MODULES = {'backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'backends.pytorch.base', 'backends.pytorch.state',
-                     'devices.jax', 'devices.tf', 'devices.torch', 'devices.xla'}
+# Modules that exist to drive a framework may import it at the top; every other module must not. A backend's folder
+# drives its framework: importing any module of it imports the folder's __init__.py, the backend itself.
+FRAMEWORK_FOLDERS = ('backends.keras', 'backends.tf', 'backends.torch', 'backends.xla', 'backends.pytorch')
+FRAMEWORK_MODULES = {'devices.jax', 'devices.tf', 'devices.torch', 'devices.xla'}
 
 def test_import_loads_no_framework():
     "`import tpututor` and every framework-free module must not load TensorFlow, torch or transformers"
-    names = ['.'.join(p.relative_to(ROOT/'tpututor').with_suffix('').parts) for p in sorted((ROOT/'tpututor').rglob('*.py'))]
-    mods = ['tpututor'] + [f'tpututor.{n}' for n in names if not n.split('.')[-1].startswith('_') and n not in FRAMEWORK_MODULES]
+    names = ['.'.join(p.relative_to(ROOT/'tpututor').with_suffix('').parts).removesuffix('.__init__')
+             for p in sorted((ROOT/'tpututor').rglob('*.py')) if p.parent != ROOT/'tpututor' or p.name != '__init__.py']
+    mods = ['tpututor'] + [f'tpututor.{n}' for n in names if not n.split('.')[-1].startswith('_') and n not in FRAMEWORK_MODULES
+                                 and not n.startswith(tuple(f + '.' for f in FRAMEWORK_FOLDERS)) and n not in FRAMEWORK_FOLDERS]
     code = f"import sys; import {', '.join(mods)}; print(sorted({{'tensorflow','torch','torch_xla','transformers'}} & set(sys.modules)))"
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[]', f'importing {mods} loaded {r.stdout.strip()}'
-    assert {'tpututor.encoding', 'tpututor.data', 'tpututor.config', 'tpututor.models.checkpoint', 'tpututor.devices.ops', 'tpututor.backends.base'} <= set(mods)
+    assert {'tpututor.encoding', 'tpututor.data', 'tpututor.config', 'tpututor.models.checkpoint', 'tpututor.devices.ops', 'tpututor.backends.base',
+            'tpututor.backends.bow', 'tpututor.models.keras_presets'} <= set(mods)
 
 def _compat():
     "tools/compat/run.py as a module: its IMAGES, pins_hash and code_hash"
@@ -179,7 +183,8 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '02c_jax_watch', '03_frameworks', '03a_jax', '04_parallelism', '05_training_memory'], LESSONS
+                                         '02c_jax_watch', '02d_compiled_step', '03_frameworks', '03a_jax', '04_parallelism',
+                                         '05_training_memory'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
     for nb in LESSONS:
@@ -255,6 +260,7 @@ ANSWER_FIGURES = {
     '02b_xla_devices': {1: ['RuntimeError: SPMD mode must be switched on'],
                         2: ['a @ a: torch.bfloat16', 'softmax: torch.float32', '(a @ a) + a: torch.float32']},
     '02c_jax_watch': {1: ['4 calls, 3 programs'], 2: ['static n: 2 programs', 'traced n: 1 program']},
+    '02d_compiled_step': {1: ['14,161,920', '82.90'], 2: ['1 program(s)']},
     '03_frameworks': {1: ['torch_xla → jax → tensorflow', "'works': True"],
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
     '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},
@@ -425,12 +431,14 @@ def test_changed_maps_files_to_tests():
     nb = lambda p: f'tests/test_notebooks.py::test_notebook[{p}]'
     assert targets(['nbs/tutorials/01_keras_kfold.ipynb']) == ['tests/test_notebooks.py::test_tpu_setting[tutorials/01_keras_kfold.ipynb]', 'tests/test_project.py']
     assert targets(['nbs/lessons/02_xla.ipynb']) == [nb('lessons/02_xla.ipynb')]
-    tf = targets(['tpututor/backends/tf.py'])
+    tf = targets(['tpututor/backends/tf/__init__.py'])
     assert nb('backends/tf/00_backend.ipynb') in tf and nb('backends/keras/00_backend.ipynb') not in tf   # no backend imports another
     assert {'tests/test_backends.py::test_contract[tf]',
             'tests/test_resume.py::test_kfold_end_to_end[tf]'} <= set(tf), tf
     # the tf cases alone
     assert not {'tests/test_backends.py', 'tests/test_resume.py', 'tests/test_project.py'} & set(tf), tf
+    net = targets(['tpututor/backends/tf/network.py'])   # a module of the tf backend's folder: the tf cases too
+    assert 'tests/test_backends.py::test_contract[tf]' in net and 'tests/test_backends.py::test_contract[keras]' not in net, net
     config = targets(['tpututor/config.py'])   # every backend imports it: the contract, each backend's notebook, the CLI's tests
     assert {nb('04_config.ipynb'), nb('backends/keras/00_backend.ipynb'), nb('backends/pytorch/00_base.ipynb'), 'tests/test_backends.py', 'tests/test_cli.py'} <= set(config), config
     assert {'tpututor.backends.keras', 'tpututor.cli', 'tpututor.kfold'} <= importers('tpututor.config')
@@ -480,3 +488,23 @@ def test_time_to_target_counts_the_first_run_that_reaches_it():
                                                run('trainer_grouped', 3, 0.77, 180), run('keras', 1, 0.70, 90), run('keras', 2, 0.72, 180)])
     best = bt.best_runs(rec)
     assert {k: (r['epochs'], r['wall_s']) for k, r in best.items()} == {'torch': (1, 100), 'trainer_grouped': (3, 180), 'keras': (2, 180)}
+
+def _tested(cells)->tuple:
+    "(exported code cells, those with a test cell right under them) of a notebook's cells"
+    import re
+    src = lambda c: ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+    exported = lambda c: c['cell_type'] == 'code' and re.match(r'#\|\s*export', src(c))
+    test = lambda c: (c['cell_type'] == 'code' and not exported(c)
+                      and re.search(r'\b(test_\w+|assert)\b', '\n'.join(l for l in src(c).splitlines() if not l.lstrip().startswith('#'))))
+    ex = [i for i, c in enumerate(cells) if exported(c)]
+    return len(ex), sum(1 for i in ex if i + 1 < len(cells) and test(cells[i + 1]))
+
+def test_exported_cells_have_tests_under_them():
+    "fastcore's habit: on the library pages, at least 60% of the exported cells have a test cell right under them"
+    import json
+    md, code = lambda s: dict(cell_type='markdown', source=s), lambda s: dict(cell_type='code', source=s)
+    assert _tested([code('#| export\ndef f(): pass'), code('test_eq(f(), None)'), code('#| export\ng = 1'), md('g is one'),
+                    code('#| export\nh = 2'), code('# test_eq(h, 2) in a comment is no test'), code('#| export\ni = 3')]) == (4, 1)
+    pages = [p for p in NBS.rglob('*.ipynb') if p.relative_to(NBS).parts[0] not in ('lessons', 'tutorials')]
+    n, tested = map(sum, zip(*(_tested(json.loads(p.read_text())['cells']) for p in pages)))
+    assert tested >= 0.6 * n, f'{tested} of {n} exported cells ({tested / n:.0%}) have a test cell under them: 60% at least'

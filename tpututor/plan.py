@@ -288,4 +288,3 @@ def plan_figures(
         out.update(steps_per_fold=steps, fold_s=steps * longest['roofline_s'] + pred_s,
                    job_s=folds * (steps * longest['roofline_s'] + pred_s))
     return out
-

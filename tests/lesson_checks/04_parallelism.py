@@ -83,7 +83,7 @@ test_eq(f'{1e3 * t_acts:.3f}', '0.035')
 W5_ = tpu_spec('v5e-8')['ici_gbps_per_link'] * 1e9
 tp4 = sum(ring_seconds(r.kind, r.MB, r.devices, W5_) for r in acts_.itertuples())
 test_eq(f'{1e3 * tp4:.3f}', '0.105')
-from tpututor.lessons.exercises import _tp_seconds                             # the exercise's answer is the compiler's
+from tpututor.lessons.answers_chips import _tp_seconds                         # the exercise's answer is the compiler's
 test_close(_tp_seconds(16, 128, 768, (2, 4), W5_), tp4, eps=1e-12)
 test_close(_tp_seconds(16, 128, 768, (4, 2), W5_), t_acts, eps=1e-12)
 

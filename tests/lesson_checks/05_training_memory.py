@@ -65,7 +65,7 @@ test_eq(f"{ks['outputs'] / 1e6:.3f}, {sp['total'] / 1e6:.3f}, {ks['total'] / 1e6
 test_eq(max(('weights', 'gradients', 'optimizer', 'activations'), key=plan.get), 'activations')
 
 # %% after mem00046
-from tpututor.lessons.exercises import _adamw_bytes
+from tpututor.lessons.answers_chips import _adamw_bytes
 test_eq(_adamw_bytes(tiny, "bf16"), sp["optimizer"])                   # the answer is the compiler's
 test_eq(_adamw_bytes(bert_shapes(), 'pure_bf16'), runs['pure_bf16']['by_rows'][hi]['optimizer'])
 ns = {'np': np}; exec(exercise('adamw_bytes').solution().code, ns)

@@ -543,14 +543,21 @@ def nav_label(meta, section):
     return t
 
 def navigation(done):
-    "The site's navigation: Start, Lessons, Tutorials, the Library (top-level notebooks, then a part per folder), Performance"
+    """The site's navigation: Start, Lessons, Tutorials, the Library (top-level notebooks, then a part per folder, a
+    folder inside it a group of its own), Performance"""
     nav, parts, seen = {'Start': [], 'Lessons': [], 'Tutorials': [], 'Library': []}, {}, {}
     for nb, (proc, meta) in done.items():
         if meta['page'] in seen: sys.exit(f"docs: {seen[meta['page']].relative_to(ROOT)} and {nb.relative_to(ROOT)} would both be "
                                           f"{meta['page']}: rename one (a page is named after its notebook without the number)")
         seen[meta['page']] = nb
         sec, folder = section(nb)
-        (parts.setdefault(folder, []) if folder else nav[sec]).append({nav_label(meta, sec): meta['page']})
+        entry, rel = {nav_label(meta, sec): meta['page']}, nb.relative_to(NBS).parts
+        if folder and len(rel) > 2:   # a folder inside a part of the Library (backends/keras/): its own group there
+            group = parts.setdefault(folder, [])
+            box = next((d for d in group if list(d) == [rel[1]] and isinstance(d[rel[1]], list)), None)
+            if box is None: box = {rel[1]: []}; group.append(box)
+            box[rel[1]].append(entry)
+        else: (parts.setdefault(folder, []) if folder else nav[sec]).append(entry)
     nav['Start'] += [{'Install on Kaggle, Colab and elsewhere': 'install.md'}, {'How the code is laid out': 'layout.md'},
                      {'Contributing: tests and their budget': 'contributing.md'}]
     order = sorted(parts, key=lambda f: (LIBRARY_FOLDERS.index(f) if f in LIBRARY_FOLDERS else len(LIBRARY_FOLDERS), f))

@@ -305,6 +305,7 @@ def layout_page(mods:dict, rules:dict, pages:dict, svg:str='layout.svg')->str:
     for g in rules['apart']:
         shared = ', '.join(f'`{s}`' for s in g.get('shared', []))
         md.append(f"Inside a layer, too: {g.get('why') or g['modules'] + ' never import each other'}"
+                  + (' (the modules of one of its folders import each other freely)' if g.get('by') == 'folder' else '')
                   + (f" ({shared} is theirs to share" if shared else '')
                   + (f"; `{g['registry']}` may import each of them, to return the one asked for)" if g.get('registry') else ')' if shared else '')
                   + '.\n')

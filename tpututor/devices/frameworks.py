@@ -134,6 +134,7 @@ TORCH_RANGE = 'torch>=2.8,<2.16'                 # the torch backend: torch_xla'
 GUARDED = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflow', 'tensorflow-cpu',
                      'tensorflow-tpu', 'tensorflow-text', 'transformers'})
 
+# %% ../../nbs/devices/01_frameworks.ipynb #25177e5b
 def installed_requires(dist:str)->list: # the requirements declared by installed `dist` ([] when not installed)
     "Requirement strings of an installed distribution"
     try: return importlib.metadata.requires(dist) or []
@@ -167,6 +168,11 @@ def _unmet(dist, have, requires, skip=()):
         v = have(r.name)
         if v is None or not r.specifier.contains(v, prereleases=True): out.append((str(r), r.name, v))
     return out
+
+# %% ../../nbs/devices/01_frameworks.ipynb #a6d31d10
+def _version_in(v, req):
+    from packaging.requirements import Requirement
+    return Requirement(req).specifier.contains(v, prereleases=True)
 
 # %% ../../nbs/devices/01_frameworks.ipynb #e0aae000
 def _plan_keras(have, requires, tpu):
@@ -233,11 +239,6 @@ def _plan_tf(have, tpu):
         plan.append(Step([TRANSFORMERS_PIN], 'transformers 4.57, the last line with TensorFlow models',
                          [f'transformers {v} (code written for 5.x may need 5)'] if v else []))
     return plan
-
-# %% ../../nbs/devices/01_frameworks.ipynb #a6d31d10
-def _version_in(v, req):
-    from packaging.requirements import Requirement
-    return Requirement(req).specifier.contains(v, prereleases=True)
 
 # %% ../../nbs/devices/01_frameworks.ipynb #6a0a5095
 def install_plan(

@@ -178,7 +178,8 @@ def device_ops(
     if framework not in DEVICE_ADAPTERS:
         raise ValueError(f"framework={framework!r}: use one of {', '.join(DEVICE_ADAPTERS)}")
     mod, cls = DEVICE_ADAPTERS[framework]
-    return getattr(importlib.import_module(f'.{mod}', __package__), cls)()
+    # __package__ is None where this runs in its notebook
+    return getattr(importlib.import_module(f'.{mod}', __package__ or 'tpututor.devices'), cls)()
 
 # %% ../../nbs/devices/00_ops.ipynb #2b704351
 def peak_flops(framework:str, dtype:str='float32', refresh:bool=False)->float: # FLOP/s of one device

@@ -275,7 +275,7 @@ def fit_model(
     # report model FLOPs utilisation against the devices' measured peak (measured once, cached) and their datasheet peak
     mfu:bool=True,
     watchers:list|None=None, # append each epoch's `CompileWatcher` here (to inspect compiles)
-    state=None,          # a `tpututor.rundir.FoldState`: saved into when due, continued from (`models.keras_state`)
+    state=None,          # a `tpututor.rundir.FoldState`: saved into when due, continued from (`backends.keras.state`)
 )->tuple:                # (model, `History`)
     """Build (or take, or reset a spare) model for `cfg` and train it with Keras `fit` on every JAX device (data
     parallel)"""
