@@ -1,9 +1,3 @@
-"""Train Hugging Face transformer text models on TPUs: literate lessons and the library every TPU notebook rewrites by hand
-
-Modules:
-
-- `tpututor.backends.pytorch.base`: The PyTorch model, heads, losses, data and training loop, written once for the torch and xla backends"""
-
 __version__ = "0.1.0"
 
 import os as _os

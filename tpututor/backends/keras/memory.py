@@ -40,8 +40,8 @@ def xla_memory(
     cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
     batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
     max_len:int,      # tokens per row
-    # a Keras distribution (a data x model mesh from `tpututor.backends.keras.llm.mesh_distribution`): the step as each device
-    # runs it
+    # a Keras distribution (a data x model mesh from `tpututor.backends.keras.llm.mesh_distribution`):
+    # the step as each device runs it
     distribution=None,
 )->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)
     "Compile the Keras training step on JAX for one batch shape and read XLA's memory analysis of it (nothing runs)"

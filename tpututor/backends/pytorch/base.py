@@ -1,14 +1,4 @@
-"""The PyTorch model, heads, losses, data and training loop, written once for the torch and xla backends
-
-The folder `tpututor/backends/pytorch/` is the torch core that the `torch` and `xla` backends share, and neither owns:
-
-- `base.py` (this page): the model and its task heads (`HEADS`), losses, the optimizer, the epoch body, fit and predict,
-  each step asked of a device adapter (`tpututor.devices.torch`, `tpututor.devices.xla`);
-- `state.py`: a fold's state saved and resumed mid-fold;
-- `batches.py`: datasets and batch plans in a few static shapes (length buckets);
-- `packed.py`: several texts to a row, attention kept within each text, one output a text.
-
-`torch` and `xla` import it through `base.py` alone.
+"""The torch core's training loop: the epoch body, fit and evaluation, for the torch and xla backends
 
 Docs: https://tpututor.github.io/tpututor/backends/pytorch/base.html.md"""
 
@@ -40,8 +30,9 @@ from ..base import prepare_fit
 from ...packing import pack, pack_shape
 from .packed import packing_style, packed_hidden, segment_pool, check_packing
 from .state import keeper, resumed
-from .model import (HEADS, TaskModel, mean_pool, task_loss, static_masks, build_model,
-                                             param_groups, make_optimizer, predict, evaluate, save_weights, load_weights)
+from .model import (HEADS, TaskModel, mean_pool, task_loss, static_masks,
+                                             build_model, param_groups, make_optimizer, predict, evaluate,
+                                             save_weights, load_weights)
 from .batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
                                                predict_batches, PackedData)
 

@@ -1,4 +1,4 @@
-"""The PyTorch model the torch and xla backends train: any transformers encoder and the head of its task, AdamW's parameter groups, prediction on padded batches, safetensors weights
+"""The torch core's model: an encoder and its task's head, AdamW's groups, prediction, weights
 
 Docs: https://tpututor.github.io/tpututor/backends/pytorch/model.html.md"""
 

@@ -1,4 +1,4 @@
-"""The tf backend's optimizer and schedule, its two training loops (Keras `fit`, a custom distributed loop), `fit_model` and `predict`
+"""The tf backend's training: AdamW and its schedule, Keras `fit` and a custom loop, predict
 
 Docs: https://tpututor.github.io/tpututor/backends/tf/train.html.md"""
 

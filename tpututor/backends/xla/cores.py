@@ -1,4 +1,4 @@
-"""The xla backend's two ways to use every device: SPMD in one process, and `torch_xla.launch`'s process per core, each equal to one device on the same rows
+"""The xla backend on every device: SPMD in one process, or a process per core
 
 Docs: https://tpututor.github.io/tpututor/backends/xla/cores.html.md"""
 
