@@ -1,6 +1,7 @@
 """The memory of one training step, split into weights, AdamW's moments, gradients and activations, as libtpu compiles
-it for TPU v5e-8 and v6e-8 on this CPU: the lesson on training memory (nbs/lessons/05_training_memory.ipynb) prints
-this record. Nothing here runs on a TPU: every figure is the compiler's, for chips that are not here.
+it for TPU v5e-8, v6e-8 and a v5e-16 pod slice on this CPU: the lesson on training memory
+(nbs/lessons/05_training_memory.ipynb) prints this record. Nothing here runs on a TPU: every figure is the compiler's,
+for chips that are not here.
 
 The step is the lesson's (`tpututor.lessons.memory`): a BERT-like classifier of 2 layers at BERT-base's width (768,
 feed-forward 3072, 12 heads, WordPiece's 30,522 tokens), 128 tokens a row, AdamW, data parallel over every chip. Each
@@ -26,6 +27,7 @@ SETTINGS = {                                     # name -> (precision, remat, do
     'fp32': ('fp32', 'off', True, 'v5e-8'),
     'pure_bf16': ('pure_bf16', 'off', True, 'v5e-8'),
     'bf16, v6e-8': ('bf16', 'off', True, 'v6e-8'),
+    'bf16, v5e-16': ('bf16', 'off', True, 'v5e-16'),   # a pod slice: 16 chips on 4 hosts
 }
 if SMOKE: SETTINGS = dict(list(SETTINGS.items())[:2])
 CONFIG = dict(model_type='bert', vocab_size=DIMS['vocab'], hidden_size=DIMS['hidden'],
@@ -76,7 +78,7 @@ def main():
     goals = [dict(comparison=f"training memory: {x['setting']}, compiled total at {r} rows a chip",
                   measured=f"{x['by_rows'][r]['total'] / MB:.0f} MB", goal='recorded', met=None, run=x['setting'],
                   **{k: v for k, v in x.items() if k != 'setting'}) for x in runs]
-    report('training_memory', 'The memory of a training step, compiled for TPU v5e-8 and v6e-8', body,
+    report('training_memory', 'The memory of a training step, compiled for TPU v5e-8, v6e-8 and v5e-16', body,
            provenance('training_memory'), goals)
 
 def smoke(part=None): main()

@@ -183,7 +183,7 @@ def test_lessons_end_with_exercises_and_reading():
     `solution()`), then further reading"""
     import re
     assert [p.stem for p in LESSONS] == ['00_tpu', '00a_devices', '01_bf16', '01a_bf16_training', '02_xla', '02a_xla_watch', '02b_xla_devices',
-                                         '02c_jax_watch', '02d_compiled_step', '03_frameworks', '03a_jax', '04_parallelism',
+                                         '02c_jax_watch', '02d_compiled_step', '02e_rooflines', '03_frameworks', '03a_jax', '04_parallelism',
                                          '05_training_memory'], LESSONS
     from tpututor.lessons.exercises import EXERCISES
     asked = []
@@ -261,6 +261,7 @@ ANSWER_FIGURES = {
                         2: ['a @ a: torch.bfloat16', 'softmax: torch.float32', '(a @ a) + a: torch.float32']},
     '02c_jax_watch': {1: ['4 calls, 3 programs'], 2: ['static n: 2 programs', 'traced n: 1 program']},
     '02d_compiled_step': {1: ['14,161,920', '82.90'], 2: ['1 program(s)']},
+    '02e_rooflines': {1: ['571.5 FLOP/B', '366.8 FLOP/B'], 2: ['15.73 MB', 'compute-bound, 21.1 µs']},
     '03_frameworks': {1: ['torch_xla → jax → tensorflow', "'works': True"],
                       2: ['import_tf: 0', 'torch_xla loaded: False'], 3: ["pip install 'torch==2.9.*'"]},
     '03a_jax': {1: ['3 calls, 2 compiles'], 2: ['{(4, 4)} 8'], 3: ['[1, 5]']},

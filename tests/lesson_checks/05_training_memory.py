@@ -23,7 +23,7 @@ assert 'S(1)' in small.as_text()
 from tpututor.records import record_entry
 rec_ = {r['run']: r for r in record_entry('training_memory.json')}
 test_eq(set(rec_), {'bf16', 'bf16, remat full', 'bf16, remat matmuls', 'bf16, no donation', 'fp32', 'pure_bf16',
-                    'bf16, v6e-8'})
+                    'bf16, v6e-8', 'bf16, v5e-16'})
 test_eq({r['kind'] for r in rec_.values()}, {'TPU v5 lite', 'TPU v6 lite'})
 for r in rec_.values():
     var = 2 if r['precision'] == 'pure_bf16' else 4
@@ -52,6 +52,10 @@ assert d['outputs'] < 1000 and nd['total'] > d['total']
 
 # %% after mem00034
 assert abs(runs['bf16, v6e-8']['by_rows'][hi]['total'] / runs['bf16']['by_rows'][hi]['total'] - 1) < 0.02
+pod_, eight_ = runs['bf16, v5e-16'], runs['bf16']             # "a pod slice holds the same bytes a chip"
+test_eq(pod_['accelerator'], 'v5e-16')
+for k_ in ('weights', 'optimizer', 'temporaries', 'total'):
+    assert abs(pod_['by_rows'][hi][k_] - eight_['by_rows'][hi][k_]) <= 0.001 * eight_['by_rows'][hi][k_], k_
 for s_name, r in runs.items():
     est = r['by_rows'][hi]['estimate']['total'] / r['by_rows'][hi]['total'] - 1
     assert abs(est) < 0.6, (s_name, est)

@@ -1,4 +1,4 @@
-"""The worked answers and judges of the lessons that read compiled programs: the padded shape of a tiled array
+"""Answers and judges of the lessons that read compiled programs: a tiled array's padded shape, a matmul's roofline
 
 Docs: https://tpututor.github.io/tpututor/answers_programs.html.md"""
 
@@ -6,6 +6,7 @@ Docs: https://tpututor.github.io/tpututor/answers_programs.html.md"""
 
 # %% ../../nbs/12g_answers_programs.ipynb #prg00003
 from __future__ import annotations
+from ..datasheets import tpu_spec
 from .checking import Exercise
 
 # %% auto #0
@@ -50,5 +51,52 @@ _PADDED_SHAPE = Exercise('padded_shape', _padded_shape,
         "picks other tiles for small dimensions (a width of 2 gets `T(2,128)`), so this is the rule for the big "
         "arrays, where the padding costs.")
 
+# %% ../../nbs/12g_answers_programs.ipynb #prg00012
+# ---- 02e_rooflines: the roofline time of a matmul
+def _matmul_time(B, D, F, chip):
+    "The least time a bfloat16 [B, D] @ [D, F] takes on one chip of `chip` ('v5e-8', 'v6e-8', ...), and its bound"
+    from tpututor.datasheets import tpu_spec
+    row = tpu_spec(chip)
+    flops = 2 * B * D * F                  # B x F outputs, each D multiplies and D adds
+    moved = 2 * (B * D + D * F + B * F)    # 2 bytes a bfloat16 value: both inputs read, the output written
+    compute = flops / (row['peak_bf16_tflops_per_chip'] * 1e12)
+    memory = moved / (row['hbm_gbps_per_chip'] * 1e9)
+    return max(compute, memory), 'compute' if compute >= memory else 'memory'
+
+def _matmul_mistake(flop=2, size=2, out=True, add=False, chip=None, turned=False):
+    "`_matmul_time` with one mistake a learner makes"
+    def fn(B, D, F, c):
+        row = tpu_spec(chip or c)
+        compute = flop * B * D * F / (row['peak_bf16_tflops_per_chip'] * 1e12)
+        memory = size * (B * D + D * F + (B * F if out else 0)) / (row['hbm_gbps_per_chip'] * 1e9)
+        bound = ('compute' if compute >= memory else 'memory') if not turned else (
+            'memory' if compute >= memory else 'compute')
+        return (compute + memory if add else max(compute, memory)), bound
+    return fn
+
+_MATMUL_MISTAKES = [
+    (_matmul_mistake(flop=1), "one FLOP a multiply-add: a multiply and an add are two FLOPs, so a matmul does "
+                              "2 x B x D x F"),
+    (_matmul_mistake(size=4), "float32's 4 bytes a value: the matmul reads and writes bfloat16, 2 bytes a value"),
+    (_matmul_mistake(out=False), "the output's bytes left out: its B x F values are written to HBM too"),
+    (_matmul_mistake(add=True), "the two times added: the chip computes while it moves bytes, so the op takes the "
+                                "larger of the two, not their sum"),
+    (_matmul_mistake(chip='v5e-8'), "another chip's figures (a v5e's): read the peak and the bandwidth of `chip` "
+                                    "itself, tpu_spec(chip)"),
+    (_matmul_mistake(turned=True), "the bound turned round: the larger of the two times names what bounds the op"),
+]
+
+_MATMUL_TIME = Exercise('matmul_time', _matmul_time,
+    cases=[(8, 768, 768, 'v5e-8'), (4096, 768, 3072, 'v5e-8'), (512, 768, 768, 'v5e-1'), (512, 768, 3072, 'v5e-1'),
+           (2048, 768, 3072, 'v6e-8'), (8192, 768, 3072, 'v6e-8'), (16384, 4096, 4096, 'v6e-8'),
+           (1, 4096, 11008, 'v5p-8'), (2048, 1024, 4096, 'v4-8'), (4096, 4096, 4096, 'v7x-8')],
+    mistakes=_MATMUL_MISTAKES, tol=1e-9,
+    hint="FLOPs: 2 x B x D x F. Bytes: 2 a bfloat16 value, the two inputs read and the output written: "
+         "2 x (B x D + D x F + B x F). Times: the FLOPs over peak_bf16_tflops_per_chip x 1e12, the bytes over "
+         "hbm_gbps_per_chip x 1e9, both of tpu_spec(chip); the op takes the larger time, and that one names the bound.",
+    why="A floor, not a forecast: a real matmul also waits for its first tiles, pads its shapes to the MXU's side and "
+        "shares the chip with the ops around it. libtpu's cost_analysis counts the same FLOPs, and the same bytes "
+        "where the program stages nothing in on-chip memory.")
+
 # %% ../../nbs/12g_answers_programs.ipynb #prg00009
-PROGRAM_EXERCISES = (_PADDED_SHAPE,)
+PROGRAM_EXERCISES = (_PADDED_SHAPE, _MATMUL_TIME)

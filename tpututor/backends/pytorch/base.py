@@ -23,7 +23,7 @@ from ...flops import Throughput, model_dims, datasheet_peak, train_flops
 from ...devices.ops import cached_peak, best_rate, host_name
 from ...devices.ops import compile_cache_dir
 from ...rundir import atomic_write
-from ..base import EpochLoop
+from ..base import EpochLoop, Backend
 from ...devices.torch import TorchDevice, device_adapter
 from fastcore.basics import patch
 from ..base import prepare_fit
@@ -37,7 +37,7 @@ from .batches import (length_buckets, as_is, EncodedDataset, train_batches, trai
                                                predict_batches, PackedData)
 
 # %% auto #0
-__all__ = ['train_epoch', 'step_losses', 'train_data', 'run_epoch', 'fit_model']
+__all__ = ['train_epoch', 'step_losses', 'train_data', 'run_epoch', 'fit_model', 'TorchCoreBackend']
 
 # %% ../../../nbs/backends/pytorch/00_base.ipynb #bab26d0e
 def train_epoch(
@@ -202,3 +202,15 @@ def fit_model(
         at = (0, [], None)
     if (mem := adapter.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)
     return model, loop.finish()
+
+# %% ../../../nbs/backends/pytorch/00_base.ipynb #85acf7e4
+class TorchCoreBackend(Backend):
+    "The `Backend` contract's parts that the torch core answers for any device: heads, options, resuming, saving"
+    heads = HEADS         # every head kind (`tpututor.backends.pytorch.model.HEADS`)
+    options = ('pack',)   # packed rows (`tpututor.backends.pytorch.packed`)
+    resumable = True      # a fold's state is saved and continued from (`tpututor.backends.pytorch.state`)
+    @classmethod
+    def check_config(cls, cfg:TrainConfig):
+        "A packed run of an encoder that cannot take packed rows is refused before any work"
+        if cfg.pack: check_packing(cfg)
+    def save(self, model:TaskModel, path)->None: save_weights(model, path)

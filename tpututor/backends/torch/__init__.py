@@ -14,10 +14,8 @@ import numpy as np
 import torch
 from ...config import TrainConfig, Inputs
 from ...devices.torch import TorchDevice, init_distributed
-from ..pytorch.base import HEADS, TaskModel, build_model, fit_model, predict, save_weights, load_weights
-from ..base import Backend
+from ..pytorch.base import TorchCoreBackend, TaskModel, build_model, fit_model, predict, load_weights
 from fastcore.basics import patch
-from ..pytorch.base import check_packing   # the torch core's, as torch and xla share it
 
 
 # %% auto #0
@@ -28,18 +26,12 @@ def _model_key(cfg:TrainConfig)->tuple:
     return (cfg.model, cfg.task, cfg.n_outputs, cfg.dropout, cfg.pack)   # what fixes the weights' shapes and inputs
 
 # %% ../../../nbs/backends/torch/00_backend.ipynb #b59ce4d4
-class TorchBackend(Backend):
+class TorchBackend(TorchCoreBackend):
     """Native PyTorch: CPU, CUDA, or TorchTPU's 'tpu' through `torch.accelerator`; one process per device under
     torchrun (the `Backend` contract)"""
     name, about = 'torch', 'native PyTorch: CUDA GPU, TPU through TorchTPU (torch-tpu), or CPU'
     framework, extra = 'torch', 'torch'
-    heads = HEADS   # every head kind, shared with xla (`tpututor.backends.pytorch.base.HEADS`)
-    options = ('pack',)   # packed rows (`tpututor.backends.pytorch.packed`)
-    @classmethod
-    def check_config(cls, cfg):
-        "A packed run of an encoder that cannot take packed rows is refused before any work"
-        if cfg.pack: check_packing(cfg)
-    resumable = True  # the torch core saves a fold's state and continues from it (`backends.pytorch.state`)
+    # heads, options ('pack'), check_config, resumable and save: the torch core's (`TorchCoreBackend`)
     cpu_bf16 = True   # bfloat16 on a CPU with its instructions: bench/bench_defaults.py measured it faster
     def __init__(self,
         device=None,        # a device or its name; None: `accelerator()` (this process's GPU or TPU chip, else the CPU)
@@ -66,8 +58,6 @@ class TorchBackend(Backend):
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (every process predicts every row)"
         return predict(cfg, model, data, self.adapter)
-
-    def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
         """The model of `cfg` with the weights of `path`, on the device; a freed model of the same config takes them

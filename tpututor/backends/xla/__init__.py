@@ -33,9 +33,8 @@ from ...devices.xla import XlaDevice, check_precision, xla_model
 from ..base import Backend, EpochLoop, History
 from ..pytorch import base as torch_base   # what the torch and xla backends share
 from ...devices.torch import TorchDevice, AdamW
-from ..pytorch.base import (HEADS, TaskModel, EncodedDataset, make_optimizer, save_weights, load_weights,
-                                            train_epoch, step_losses, as_is)
-from ..pytorch.base import check_packing   # the torch core's, as torch and xla share it
+from ..pytorch.base import (TorchCoreBackend, HEADS, TaskModel, EncodedDataset, make_optimizer,
+                                            load_weights, train_epoch, step_losses, as_is)
 
 
 # %% auto #0
@@ -74,17 +73,11 @@ def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None, mesh=None)->
     return torch_base.evaluate(cfg, model, data, y, XlaDevice(mesh))
 
 # %% ../../../nbs/backends/xla/00_backend.ipynb #d4436d69
-class XlaBackend(Backend):
+class XlaBackend(TorchCoreBackend):
     "PyTorch/XLA training backend: one XLA device, or SPMD data parallelism over all of them (the `Backend` contract)"
     name, about = 'xla', 'PyTorch/XLA: TPU, GPU or CPU'
     framework, extra = 'torch_xla', 'xla'
-    heads = HEADS   # every head kind, shared with torch (`tpututor.backends.pytorch.base.HEADS`)
-    options = ('pack',)   # packed rows (`tpututor.backends.pytorch.packed`)
-    @classmethod
-    def check_config(cls, cfg):
-        "A packed run of an encoder that cannot take packed rows is refused before any work"
-        if cfg.pack: check_packing(cfg)
-    resumable = True       # the torch core saves a fold's state and continues from it (`backends.pytorch.state`)
+    # heads, options ('pack'), check_config, resumable and save: the torch core's (`TorchCoreBackend`)
     predict_fp16 = False   # bfloat16 on every XLA device, a GPU without it included
     def __init__(self,
         spmd:bool=False,    # split each batch over every device of this process (SPMD); False: one device
@@ -118,8 +111,6 @@ class XlaBackend(Backend):
     def predict(self, cfg:TrainConfig, model:TaskModel, data:Inputs)->np.ndarray:
         "Predictions, one row per row of `data` in order (ranking: a score per text, or (more, less) scores for pairs)"
         return torch_base.predict(cfg, model, data, self.adapter)
-
-    def save(self, model:TaskModel, path)->None: save_weights(model, path)
 
     def load(self, cfg:TrainConfig, path)->TaskModel:
         "The model of `cfg` with the weights of `path`, on the device"
