@@ -27,11 +27,15 @@ NBS = ROOT / 'nbs'
 # What runs on each image: the notebooks as paths under nbs/ (the lists to edit when notebooks move), the family
 # matrix's backends, the default job's arguments, and the doctor's known-bad combinations (`run_doctor`).
 IMAGES = {
-    # The lessons, library pages and tutorials of the keras and xla paths, and the lesson on frameworks sharing a process
-    # (the image has TensorFlow's CPU build beside JAX and torch_xla).
+    # Every lesson, the library pages and tutorials of the keras and xla paths (the image has TensorFlow's CPU build beside
+    # JAX and torch_xla). The lessons that compile for a chip install the libtpu JAX pins (`install_missing('libtpu')`);
+    # after each notebook what its first cell installed is taken out again.
     'kaggle': dict(
         title="Kaggle's TPU image versions", python='3.12', pins='kaggle-tpu.txt', command='./run.sh compat',
-        notebooks=['lessons/02_xla', 'lessons/03_frameworks', 'lessons/03a_jax',
+        notebooks=['lessons/00_tpu', 'lessons/00a_devices', 'lessons/01_bf16', 'lessons/01a_bf16_training',
+                   'lessons/02_xla', 'lessons/02a_xla_watch', 'lessons/02b_xla_devices', 'lessons/02c_jax_watch',
+                   'lessons/02d_compiled_step', 'lessons/02e_rooflines', 'lessons/03_frameworks', 'lessons/03a_jax',
+                   'lessons/04_parallelism', 'lessons/05_training_memory',
                    'devices/01_frameworks', 'devices/03_jax', 'devices/07_xla',
                    'backends/keras/02_convert', 'backends/keras/03_llm', 'backends/keras/00_backend', 'backends/xla/00_backend',
                    'tutorials/01_keras_kfold', 'tutorials/03_xla_ranking', 'tutorials/04_xla_cores',
@@ -45,12 +49,16 @@ IMAGES = {
                              'torch_xla 2.8.0 is installed but libtpu is not']),
                 dict(imports='tensorflow',
                      expect=['TensorFlow is imported in this process, and torch_xla is installed'])]),
-    # What the docs send Colab users to: the tutorials of the backend the install page recommends there (xla, as
-    # shipped) and the default job on it (on 600 of its rows in 3 folds: the same code path as the full job, in a
+    # What the docs send Colab users to: every lesson, the tutorials of the backend the install page recommends there
+    # (xla, as shipped) and the default job on it (on 600 of its rows in 3 folds: the same code path as the full job, in a
     # fraction of its time on a CPU); the Keras tutorials, whose first cell adds KerasHub, which the runtime lacks.
     'colab': dict(
         title="Colab's TPU runtime versions", python='3.13', pins='colab-tpu.txt', command='./run.sh compat colab',
-        notebooks=['tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold',
+        notebooks=['lessons/00_tpu', 'lessons/00a_devices', 'lessons/01_bf16', 'lessons/01a_bf16_training',
+                   'lessons/02_xla', 'lessons/02a_xla_watch', 'lessons/02b_xla_devices', 'lessons/02c_jax_watch',
+                   'lessons/02d_compiled_step', 'lessons/02e_rooflines', 'lessons/03_frameworks', 'lessons/03a_jax',
+                   'lessons/04_parallelism', 'lessons/05_training_memory',
+                   'tutorials/03_xla_ranking', 'tutorials/04_xla_cores', 'tutorials/01_keras_kfold',
                    'tutorials/05_llm_classifier', 'commands/05_doctor'],
         families=[], job=['--backend', 'xla', '--rows', '600', '--folds', '3'], lacks=['keras-hub'],
         # the v5e-1's TPU_ACCELERATOR_TYPE on a host without chips or libtpu (no TensorFlow here to import first)
@@ -141,10 +149,9 @@ def run_notebook(image, name, logs)->dict:
     why = '' if ok else _tail(r.stdout + r.stderr)[0][:200] if 'While Executing Cell' in r.stdout + r.stderr else \
           f"nbdev-test {'was killed by signal ' + str(-r.returncode) if r.returncode < 0 else 'exited ' + str(r.returncode)}: {_tail(r.stdout + r.stderr)[0][:160]}"
     row = {'what': name, 'ok': ok, 'seconds': round(time.time() - t0), 'detail': why}
-    if IMAGES[image]['lacks']:
-        added = installed_by(before, installed())   # what the notebook's first cell (`install_missing`) installed
-        row['detail'] = '; '.join(filter(None, [f"its first cell installed {', '.join(added)}" if added else '', row['detail']]))
-        as_shipped(image, before)
+    added = installed_by(before, installed())   # what the notebook's first cell (`install_missing`) installed
+    row['detail'] = '; '.join(filter(None, [f"its first cell installed {', '.join(added)}" if added else '', row['detail']]))
+    as_shipped(image, before)   # the next notebook starts from the image as shipped
     return row
 
 def run_job(image, logs)->dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = '# Kaggle / Colab: install what is missing'   # how a copy is recognised: its first line starts so
-FRAMEWORKS = ('keras', 'xla', 'torch', 'tf')            # what `install_missing` accepts
+FRAMEWORKS = ('keras', 'xla', 'torch', 'tf', 'libtpu')  # what `install_missing` accepts
 MODULE = 'tpututor.devices.frameworks'                  # where `install_missing` lives; the cell imports it from where the source defines it
 REPO = 'https://github.com/tpututor/tpututor'
 # What every install cell installs: a commit of REPO (40 hex digits: pip has git fetch it and git checks its hash) or,

@@ -240,10 +240,22 @@ def _plan_tf(have, tpu):
                          [f'transformers {v} (code written for 5.x may need 5)'] if v else []))
     return plan
 
+# %% ../../nbs/devices/01_frameworks.ipynb #038b8840
+def _plan_libtpu(have, requires):
+    "The libtpu the installed JAX pins in its `tpu` extra, where another (or none) is installed"
+    jv = have('jax')
+    if jv is None: return [Step(['jax[tpu]'], 'JAX and the TPU compiler it pins')]
+    want = next((m[1] for r in requires('jax') if 'tpu' in r.split(';', 1)[-1]
+                 and (m := re.match(r'libtpu\s*==\s*([\w.*]+)', r))), None)
+    got = have('libtpu')
+    if want is None or got is not None and (got == want or want.endswith('*') and got.startswith(want[:-1])): return []
+    return [Step([f'libtpu=={want}'], f'the TPU compiler JAX {jv} pins, to compile for a named chip',
+                 [f'libtpu {got}'] if got else [])]
+
 # %% ../../nbs/devices/01_frameworks.ipynb #6a0a5095
 def install_plan(
     # the backend: 'keras' (Keras 3 on JAX), 'xla' (PyTorch/XLA), 'torch' (native PyTorch) or 'tf' (TensorFlow +
-    # tf-keras)
+    # tf-keras); or 'libtpu', the TPU compiler the installed JAX pins (the lessons that compile for a named chip)
     framework:str,
     tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
     have=None,          # dist name -> installed version or None (default: `installed_version`)
@@ -251,7 +263,8 @@ def install_plan(
 )->list:                # `Step`s to run in order; empty when nothing is missing
     "The pip installs that would make this machine ready for a tutorial on `framework`, each with what it changes"
     plans = {'keras': lambda: _plan_keras(have, requires, tpu), 'xla': lambda: _plan_xla(have, tpu),
-             'torch': lambda: _plan_torch(have, tpu), 'tf': lambda: _plan_tf(have, tpu)}
+             'torch': lambda: _plan_torch(have, tpu), 'tf': lambda: _plan_tf(have, tpu),
+             'libtpu': lambda: _plan_libtpu(have, requires)}
     if framework not in plans: raise ValueError(f"framework={framework!r}: use one of {sorted(plans)}")
     have, requires = have or installed_version, requires or installed_requires
     tpu = tpu_present() if tpu is None else tpu
@@ -262,7 +275,7 @@ def install_plan(
 
 # %% ../../nbs/devices/01_frameworks.ipynb #d6434348
 def install_missing(
-    framework:str,            # 'keras', 'xla', 'torch' or 'tf'
+    framework:str,            # 'keras', 'xla', 'torch', 'tf' or 'libtpu' (`install_plan`)
     dry_run:bool=False,       # only print what would be installed
     allow_changes:bool=False, # also run steps that replace an installed framework (and, for 'tf', that install one)
     tpu:bool|None=None,       # is this a TPU host (default: look for TPU chips)
@@ -270,7 +283,8 @@ def install_missing(
 )->list:                      # the `Step`s run (with dry_run or when refused: the plan, not run)
     "Install what a tutorial on `framework` needs and this machine lacks; a no-op when all is there"
     plan = install_plan(framework, tpu=tpu, have=have)
-    gated = lambda s: bool(s.changes) or (framework == 'tf' and s.big)
+    # what it changes runs only when asked; 'libtpu' is asked for by name, to replace the image's
+    gated = lambda s: framework != 'libtpu' and (bool(s.changes) or (framework == 'tf' and s.big))
     if not plan: print('nothing to install'); return []
     for s in plan:
         print(f'{s!r}   # {s.why}' + (f"; replaces or may break: {', '.join(s.changes)}" if s.changes else ''))

@@ -29,8 +29,8 @@ from ...config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_
                              row_lengths, width, length_plan, steps_per_call)
 from ...encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from .llm import lora_layers, mesh_distribution, backbone_of
-from .network import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss, hf_config,
-                                   make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
+from .network import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss,
+                                   hf_config, make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
                                    packed_task_loss)
 from .packed import packed_batches, packed_predictions
 from .state import fit_resumable
