@@ -165,7 +165,10 @@ def compiled_for(
              f"({big['total'] / big['hbm']:.0%})" + ('.' if t['fits'] else ': it does not fit.')]
     if t.get('job_s'):
         step = max((p for p in progs if p['kind'] == 'train'), key=lambda p: p['length'])
-        lines.append(f"Roofline (the least it can take): {step['roofline_s'] * 1e3:.1f} ms a training step of "
+        # compiled before `hbm_traffic`: the bytes were cost_analysis' 'bytes accessed', on-chip ones included
+        what = ('Roofline (the least it can take)' if 'bytes_accessed' in step else
+                'Roofline from every byte the program touches, on-chip ones too (above the least it can take)')
+        lines.append(f"{what}: {step['roofline_s'] * 1e3:.1f} ms a training step of "
                      f"{step['rows']} x {step['length']}; " + (f"{t['folds']} folds x {t['steps_per_fold']} steps and "
                      f"their predictions" if t['folds'] > 1 else f"one training of {t['steps_per_fold']} steps and "
                      f"its predictions") + f": {t['job_s'] / 60:.1f} min.")

@@ -6,13 +6,13 @@ Docs: https://tpututor.github.io/tpututor/devices/tpu.html.md"""
 
 # %% ../../nbs/devices/08_tpu.ipynb #18def4f8
 from __future__ import annotations
-import contextlib, functools, glob, hashlib, importlib.metadata as md, os, re, tempfile
+import contextlib, functools, glob, hashlib, importlib.metadata as md, math, os, re, tempfile
 from ..datasheets import TPU_SPECS
 
 # %% auto #0
 __all__ = ['GENERATIONS', 'GRIDS', 'TPUCompileError', 'tpu_target', 'libtpu_version', 'expected_libtpu', 'check_libtpu',
            'no_tpu_here', 'cpu_unless_tpu', 'quiet_stderr', 'tpu_devices', 'device_hbm', 'tpu_mesh', 'hlo_counts',
-           'compiled_figures', 'refused', 'program_key']
+           'hbm_traffic', 'compiled_figures', 'refused', 'program_key']
 
 # %% ../../nbs/devices/08_tpu.ipynb #7b7856a4
 # generation -> libtpu's name for it, the TensorCores a name counts per chip, its torus
@@ -151,11 +151,37 @@ def hlo_counts(text:str)->dict: # op -> how many the optimized HLO holds
     ops = ('fusion', 'convolution', 'all-reduce', 'all-gather', 'reduce-scatter', 'all-to-all', 'collective-permute')
     return {o: len(re.findall(rf'\s{o}(?:-start)?\(', text)) for o in ops}
 
+# %% ../../nbs/devices/08_tpu.ipynb #83540cef
+_NBYTES = {'pred': 1, 's8': 1, 'u8': 1, 'f8e4m3fn': 1, 'f8e5m2': 1, 'bf16': 2, 'f16': 2, 's16': 2, 'u16': 2,
+           'f32': 4, 's32': 4, 'u32': 4, 'f64': 8, 's64': 8, 'u64': 8, 'c64': 8}
+
+def _array_bytes(kind:str)->int: # the bytes of an HLO array type: 'bf16[16,128]{1,0:T(8,128)(2,1)}' holds 4,096
+    m = re.match(r'\(*(\w+)\[([\d,]*)\]', kind)
+    return _NBYTES.get(m[1], 0) * math.prod(int(n) for n in m[2].split(',') if n) if m else 0
+
+def hbm_traffic(
+    text:str,   # a compiled program's optimized HLO (`compiled.as_text()`)
+)->int:         # bytes its entry's instructions read from HBM and write to it
+    "The bytes a TPU program moves between HBM and the chip: its entry's reads of arrays in HBM and writes to HBM"
+    body = text[text.index('\nENTRY'):].split('\n}', 1)[0].splitlines()[1:]
+    hbm, moved = {}, 0   # the arrays in HBM (no memory space in their layout) by name: their bytes
+    for line in body:
+        m = re.match(r'\s*(?:ROOT )?%([\w.-]+) = (.+?) ([a-z][\w-]*)\((.*?)\)', line)
+        if not m: continue
+        name, kind, op, args = m[1], m[2], m[3], re.findall(r'%([\w.-]+)', m[4])
+        in_hbm = not kind.startswith('(') and 'S(' not in kind
+        if op in ('parameter', 'bitcast', 'get-tuple-element'):   # a name for what is there: nothing moves
+            if in_hbm: hbm[name] = _array_bytes(kind)
+            continue
+        moved += sum(hbm.get(a, 0) for a in args)                   # what it reads from HBM
+        if in_hbm: hbm[name] = _array_bytes(kind); moved += hbm[name]   # what it writes there
+    return moved
+
 # %% ../../nbs/devices/08_tpu.ipynb #3f6dfdd3
 def compiled_figures(
     compiled,              # a `jax.stages.Compiled` for TPU devices
     accelerator:str,       # the slice it was compiled for (`tpututor.devices.tpu.tpu_target`)
-)->dict:                   # bytes per device, FLOPs, HBM bytes, roofline seconds, HLO counts
+)->dict:                   # bytes per device, FLOPs, HBM bytes moved and bytes accessed, roofline, HLO counts
     "What libtpu says of a compiled program, per device, against the chip's HBM and datasheet"
     m, c, s = compiled.memory_analysis(), compiled.cost_analysis(), tpu_target(accelerator)['spec']
     c = c[0] if isinstance(c, (list, tuple)) else c
@@ -164,10 +190,11 @@ def compiled_figures(
     out['total'] = out['arguments'] + out['outputs'] - out['aliased'] + out['temporaries'] + out['code']
     peak = s['peak_bf16_tflops_per_chip'] * 1e12 / s['devices_per_chip']
     bw = s['hbm_gbps_per_chip'] * 1e9 / s['devices_per_chip']
-    flops, moved = float(c.get('flops', 0)), float(c.get('bytes accessed', 0))
+    text = compiled.as_text()
+    flops, moved = float(c.get('flops', 0)), float(hbm_traffic(text))   # HBM's bytes, not every operand's
     out.update(hbm=device_hbm(accelerator), flops=flops, hbm_bytes=moved,
-               roofline_s=max(flops / peak, moved / bw), bound='compute' if flops / peak >= moved / bw else 'memory',
-               hlo=hlo_counts(compiled.as_text()))
+               bytes_accessed=float(c.get('bytes accessed', 0)), roofline_s=max(flops / peak, moved / bw),
+               bound='compute' if flops / peak >= moved / bw else 'memory', hlo=hlo_counts(text))
     out['fits'] = out['total'] <= out['hbm']
     return out
 
@@ -186,7 +213,7 @@ def refused(
     need, have = float(m.group(2)) * _UNITS[m.group(3)], float(m.group(4)) * _UNITS[m.group(5)]
     return dict(total=need, hbm=have, fits=False, refused=f"{m.group(1)} need {need / 1e9:.2f} GB of the "
                 f"{have / 1e9:.2f} GB available", arguments=None, outputs=None, aliased=None, temporaries=need,
-                code=None, flops=None, hbm_bytes=None, roofline_s=None, bound=None, hlo=None)
+                code=None, flops=None, hbm_bytes=None, bytes_accessed=None, roofline_s=None, bound=None, hlo=None)
 
 # %% ../../nbs/devices/08_tpu.ipynb #5b1c0e7a
 def program_key(
