@@ -17,8 +17,7 @@ from .predict import predictions_table, submission
 from .rundir import read_json, load_array, save_array, write_json, write_csv
 
 # %% auto #0
-__all__ = ['BlendError', 'RunPreds', 'read_run', 'check_blendable', 'blend_inputs', 'blend_loss', 'fit_weights', 'nested_blend',
-           'BlendResult', 'blend_table', 'blend_runs', 'write_blend', 'blend_weights', 'predict_blend']
+__all__ = ['BlendError', 'RunPreds', 'read_run', 'BlendResult', 'blend_table', 'blend_runs', 'blend_weights', 'predict_blend']
 
 # %% ../nbs/10a_blend.ipynb #a5381c96
 class BlendError(ValueError):
@@ -112,7 +111,7 @@ def _differ(a:RunPreds, b:RunPreds, other_texts:bool=False)->str|None: # the fir
     return None
 
 # %% ../nbs/10a_blend.ipynb #435ed9f6
-def check_blendable(
+def _check_blendable(
     runs:list,               # `RunPreds` of every run
     other_texts:bool=False,  # allow runs that read other texts of the same rows
 )->list:                     # `runs`
@@ -124,7 +123,7 @@ def check_blendable(
     return runs
 
 # %% ../nbs/10a_blend.ipynb #f91bb40b
-def blend_inputs(run:RunPreds)->tuple: # (oof, test) as the blend averages them
+def _blend_inputs(run:RunPreds)->tuple: # (oof, test) as the blend averages them
     "A run's predictions on the blend's common scale: as they are (probabilities, targets), or for ranking standardised"
     if get_task(run.task).targets is not None:
         return run.oof.astype(np.float64), None if run.test is None else run.test.astype(np.float64)
@@ -133,21 +132,21 @@ def blend_inputs(run:RunPreds)->tuple: # (oof, test) as the blend averages them
     return (run.oof - mu) / sd, None if run.test is None else (run.test - mu) / sd
 
 # %% ../nbs/10a_blend.ipynb #f741390d
-def blend_loss(task:str): # f(y, blended predictions) -> mean loss
+def _blend_loss(task:str): # f(y, blended predictions) -> mean loss
     "The loss the weights minimise: the task's own, or for ranking the logistic pairwise loss of standardised scores"
     spec = get_task(task)
     if spec.targets is None: return lambda y, p: float(np.mean(np.logaddexp(0, -(p[:, 0] - p[:, 1]))))
     return lambda y, p: spec.loss_np(y, p)
 
 # %% ../nbs/10a_blend.ipynb #4f636850
-def fit_weights(
-    preds:list,   # each run's predictions of the same rows (`blend_inputs`)
+def _fit_weights(
+    preds:list,   # each run's predictions of the same rows (`_blend_inputs`)
     y,            # their targets (None for ranking)
     task:str,     # the task (its loss)
 )->np.ndarray:    # non-negative weights summing to 1, one per run
     "The convex combination of the runs' predictions with the least loss (SLSQP on the simplex, from equal weights)"
     from scipy.optimize import minimize
-    k, loss, P = len(preds), blend_loss(task), np.stack(preds)
+    k, loss, P = len(preds), _blend_loss(task), np.stack(preds)
     f = lambda w: loss(y, np.tensordot(w, P, 1))
     res = minimize(f, np.full(k, 1 / k), method='SLSQP', bounds=[(0, 1)] * k,
                    constraints=({'type': 'eq', 'fun': lambda w: w.sum() - 1},), options={'ftol': 1e-10, 'maxiter': 200})
@@ -155,8 +154,8 @@ def fit_weights(
     return w / w.sum() if w.sum() > 0 else np.full(k, 1 / k)
 
 # %% ../nbs/10a_blend.ipynb #b0a2e2fc
-def nested_blend(
-    preds:list,        # each run's out-of-fold predictions (`blend_inputs`)
+def _nested_blend(
+    preds:list,        # each run's out-of-fold predictions (`_blend_inputs`)
     y,                 # the targets (None for ranking)
     folds:np.ndarray,  # each row's fold
     task:str,          # the task
@@ -165,7 +164,7 @@ def nested_blend(
     P, out, ws = np.stack(preds), np.zeros_like(preds[0]), []
     for i in np.unique(folds):
         fit, held = folds != i, folds == i
-        w = fit_weights([p[fit] for p in preds], None if y is None else y[fit], task)
+        w = _fit_weights([p[fit] for p in preds], None if y is None else y[fit], task)
         out[held] = np.tensordot(w, P[:, held], 1); ws.append(w)
     return out, np.stack(ws)
 
@@ -237,7 +236,7 @@ def _summary(runs:list, res:BlendResult, written:list, seconds:float)->dict: # s
 
 # %% ../nbs/10a_blend.ipynb #97cd896f
 def blend_runs(
-    paths:list,              # run directories: the same rows, folds and task (`check_blendable`)
+    paths:list,              # run directories: the same rows, folds and task (`_check_blendable`)
     out=None,                # folder to write the blend to (None: write nothing)
     sample=None,             # a sample submission (a DataFrame or a CSV path): submission.csv in its shape
     other_texts:bool=False,  # allow runs that read other texts of the same rows
@@ -246,22 +245,22 @@ def blend_runs(
     """Blend finished runs with non-negative weights fitted on their out-of-fold predictions, scored on folds the
     weights never saw"""
     t0 = time.time()
-    runs = check_blendable([read_run(p) for p in paths], other_texts)
-    r0, ins = runs[0], [blend_inputs(r) for r in runs]
+    runs = _check_blendable([read_run(p) for p in paths], other_texts)
+    r0, ins = runs[0], [_blend_inputs(r) for r in runs]
     if isinstance(sample, (str, Path)): sample = pd.read_csv(sample)
     if sample is not None and r0.test is not None:   # does it fit? before any work
         submission(np.full((1, r0.test.shape[1]), 1 / r0.test.shape[1], np.float32), [0], sample, r0.task, r0.classes)
-    nested, fw = nested_blend([o for o, _ in ins], r0.y, r0.folds, r0.task)
-    w, oof, metrics, fallback = _choose(r0.task, runs, r0.y, nested, fit_weights([o for o, _ in ins], r0.y, r0.task))
+    nested, fw = _nested_blend([o for o, _ in ins], r0.y, r0.folds, r0.task)
+    w, oof, metrics, fallback = _choose(r0.task, runs, r0.y, nested, _fit_weights([o for o, _ in ins], r0.y, r0.task))
     test = None if r0.test is None else np.tensordot(w, np.stack([t for _, t in ins]), 1).astype(np.float32)
     res = BlendResult({r.name: float(wi) for r, wi in zip(runs, w)}, metrics,
                       {r.name: score(r0.task, r0.y, r.oof) for r in runs},
                       test, fw, fallback, None if out is None else Path(out))
-    if out is not None: write_blend(res, runs, oof, sample, ids, t0)
+    if out is not None: _write_blend(res, runs, oof, sample, ids, t0)
     return res
 
 # %% ../nbs/10a_blend.ipynb #7df735ca
-def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
+def _write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
                 ids=None, t0:float|None=None)->dict: # summary.json
     """The blend's folder: oof.npy, test.npy, blend.json, predictions.csv (submission.csv), then summary.json, the
     marker: each file whole, and a folder without summary.json a blend that was stopped (rerun it)"""
@@ -272,7 +271,7 @@ def write_blend(res:BlendResult, runs:list, oof:np.ndarray, sample=None,
     if res.test is not None:
         save_array(out/'test.npy', res.test)
         written = _write_predictions(out, runs, res.test, sample, ids)
-    corr = np.corrcoef(np.stack([blend_inputs(r)[0].reshape(len(r.oof), -1)[:, -1] for r in runs])).round(4).tolist()
+    corr = np.corrcoef(np.stack([_blend_inputs(r)[0].reshape(len(r.oof), -1)[:, -1] for r in runs])).round(4).tolist()
     write_json(out/'blend.json',
                {
                    'method': 'SLSQP on the simplex: non-negative weights summing to 1 that minimise the task loss of '
@@ -319,5 +318,5 @@ def predict_blend(
     for r, w in zip(runs, ws):
         if w == 0: continue   # a run the blend gave no weight: not predicted at all
         rp = read_run(r); rp.test = predict_run(r, texts, **kwargs)
-        out = out + w * blend_inputs(rp)[1]
+        out = out + w * _blend_inputs(rp)[1]
     return np.asarray(out, np.float32)

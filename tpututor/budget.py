@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DURATION_FORMS', 'SESSION_START', 'FINISH_S', 'SLACK', 'TRAIN', 'STOP', 'REFUSE', 'parse_duration', 'fmt_duration',
-           'process_started', 'budget_start', 'fold_estimate', 'plan_estimate', 'Budget', 'decide']
+__all__ = ['SESSION_START', 'FINISH_S', 'SLACK', 'TRAIN', 'STOP', 'REFUSE', 'parse_duration', 'fmt_duration', 'budget_start',
+           'plan_estimate', 'Budget', 'decide']
 
 # %% ../nbs/09_budget.ipynb #d632d1cc
-DURATION_FORMS = "8h30m, 90m, 45s, 1.5h, 1h30m15s or seconds (3600)"
+_DURATION_FORMS = "8h30m, 90m, 45s, 1.5h, 1h30m15s or seconds (3600)"
 _PART = re.compile(r'(\d+(?:\.\d*)?|\.\d+)([hms])')
 _UNIT = {'h': 3600, 'm': 60, 's': 1}
 
@@ -32,8 +32,8 @@ def parse_duration(
             if parts and ''.join(n + u for n, u in parts) == text and len({u for _, u in parts}) == len(parts):
                 s = sum(float(n) * _UNIT[u] for n, u in parts)
         if s is None:
-            raise ValueError(f"time_limit={value!r} cannot be read as a time: write it as {DURATION_FORMS}")
-    if not 0 < s < math.inf: raise ValueError(f"time_limit={value!r} must be a positive time: {DURATION_FORMS}")
+            raise ValueError(f"time_limit={value!r} cannot be read as a time: write it as {_DURATION_FORMS}")
+    if not 0 < s < math.inf: raise ValueError(f"time_limit={value!r} must be a positive time: {_DURATION_FORMS}")
     return s
 
 # %% ../nbs/09_budget.ipynb #724484b5
@@ -47,7 +47,7 @@ def fmt_duration(s:float)->str: # '8h30m', '12m05s', '42.0s'
 _IMPORTED = time.time()
 SESSION_START = 'TPUTUTOR_SESSION_START'   # Unix seconds: where a run's budget counts from, when set
 
-def process_started()->float: # Unix seconds
+def _process_started()->float: # Unix seconds
     "When this process started, from Linux's /proc; elsewhere, when this module was imported"
     try:
         ticks = int(Path('/proc/self/stat').read_text().rsplit(')', 1)[1].split()[19])
@@ -59,14 +59,14 @@ def process_started()->float: # Unix seconds
 def budget_start()->float: # Unix seconds
     "Where a run's time budget counts from: $TPUTUTOR_SESSION_START where set (a session's start), else the process's"
     v = os.environ.get(SESSION_START)
-    if not v: return process_started()
+    if not v: return _process_started()
     try: return float(v)
     except ValueError:
         raise ValueError(f"${SESSION_START}={v!r} must be a Unix time in seconds: set it when the session starts, "
                          f"e.g. os.environ['{SESSION_START}'] = str(time.time()) in the first cell") from None
 
 # %% ../nbs/09_budget.ipynb #7c2ee7d5
-def fold_estimate(
+def _fold_estimate(
     records:list,   # done.json of each finished fold: 'seconds', and 'compile_seconds' where counted
     compiled:bool,  # this process has trained a fold already, so its programs are compiled
 )->float|None:      # seconds, or None with no finished fold
@@ -122,12 +122,12 @@ TRAIN, STOP, REFUSE = 0, 1, 2   # what `decide` says of the next fold (numbers: 
 def decide(
     budget:Budget,          # the run's budget
     i:int,                  # the fold that would start
-    records:list,           # done.json of the folds finished (`fold_estimate`)
+    records:list,           # done.json of the folds finished (`_fold_estimate`)
     trained:bool,           # this process has trained a fold already
     floor:float|None=None,  # a lower bound of a fold's time while none has finished (`plan_estimate`)
 )->tuple:                   # (TRAIN, STOP or REFUSE; the line to log or the refusal, or None)
     "Does fold `i` start? It fits; or the run stops with the folds finished; or the budget cannot hold one fold"
-    est = fold_estimate(records, trained); e = floor if est is None else est
+    est = _fold_estimate(records, trained); e = floor if est is None else est
     if budget.fits(e):
         if est is not None: return TRAIN, None
         how = f"at least {fmt_duration(floor)} at the TPU's roofline" if floor else "no TPU plan to estimate it"

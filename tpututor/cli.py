@@ -11,7 +11,7 @@ from .rundir import RunDirError
 from .commands import train, predict, blend, cache, plan, doctor
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'COMMANDS', 'parser', 'main']
+__all__ = ['COMMANDS', 'parser', 'main']
 
 # %% ../nbs/11_cli.ipynb #03b64ee6
 def parser()->argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def parser()->argparse.ArgumentParser:
     return p
 
 # %% ../nbs/11_cli.ipynb #8a57767f
-USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError,
+_USER_ERRORS = (ValueError, FileNotFoundError, ConnectionError, RunDirError,
                ModuleNotFoundError, NotImplementedError, MemoryError, doctor.DoctorError)
 # subcommand -> what runs it
 COMMANDS = {'train': train.train, 'predict': predict.predict, 'blend': blend.blend, 'cache': cache.cache,
@@ -34,7 +34,7 @@ def main(argv=None)->int:
     "Entry point of the `tpututor` command"
     args = parser().parse_args(argv)
     try: COMMANDS[args.command](args)
-    except USER_ERRORS as e:
+    except _USER_ERRORS as e:
         if args.debug: raise
         print(f"tpututor {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -17,9 +17,9 @@ from .tasks import TASKS, PAIR_TASKS, TASK_TABLE, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_fields',
-           'check_options', 'task_backends', 'head_of', 'check_task', 'check_run', 'check_targets', 'n_rows', 'take',
-           'row_lengths', 'width', 'features', 'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
+__all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_options',
+           'head_of', 'check_task', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
+           'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
 # %% ../nbs/04_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')
@@ -70,7 +70,7 @@ class TrainConfig:
     # or seconds; a fold that cannot finish in it is left for the same command's next run (None: no limit)
     time_limit:str|None=None
 
-    def __post_init__(self): check_fields(self)   # every field checked when built
+    def __post_init__(self): _check_fields(self)   # every field checked when built
 
     @property
     def spec(self)->Task: return get_task(self.task)   # the task's row of the task table
@@ -92,7 +92,7 @@ class TrainConfig:
         return cls(**d)
 
 # %% ../nbs/04_config.ipynb #d0ed062c
-def check_fields(
+def _check_fields(
     self:TrainConfig, # the config being built
 ):
     "Check every field of a `TrainConfig`; a ValueError names the bad value and what to use instead"
@@ -170,7 +170,7 @@ def check_options(
                      f"{who}, not in {backend!r}: use {who}, or leave them out")
 
 # %% ../nbs/04_config.ipynb #208a57de
-def task_backends(
+def _task_backends(
     task:str,   # a task's name (`tpututor.tasks.TASKS`)
 )->tuple:       # names of the registered backends that train it, in `backend_names` order
     "The backends whose declared heads (`Backend.heads`) hold the head kind of `task`, plugins included"
@@ -191,7 +191,7 @@ def head_of(
     heads, spec = getattr(backend_class(backend), 'heads', None) or {} if heads is None else heads, get_task(task)
     if spec.kind in heads: return heads[spec.kind]
     runs = [t.name for t in TASK_TABLE if t.kind in heads]
-    who = [b for b in task_backends(task) if b != backend]
+    who = [b for b in _task_backends(task) if b != backend]
     raise ValueError(
         f"backend {backend!r} cannot train task {task!r} ({spec.head_kind.layer}): it trains "
         f"{', '.join(runs) if runs else 'no task (its class declares no `heads`)'}. "

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['load_tokenizer', 'append_eos', 'model_convention', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets',
-           'padding_report', 'bucket_batches', 'prediction_batches', 'write_tfrecord', 'read_tfrecord']
+__all__ = ['load_tokenizer', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets', 'padding_report', 'bucket_batches',
+           'prediction_batches', 'write_tfrecord', 'read_tfrecord']
 
 # %% ../nbs/03_encoding.ipynb #7e65e2db
 def _hf_tokenizer_file(p:Path)->bool:
@@ -39,15 +39,15 @@ def load_tokenizer(
             from tpututor.models.keras_presets import preset_tokenizer
             return preset_tokenizer(name)
         if (Path(name)/'tokenizer.json').exists():
-            return model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
+            return _model_convention(Tokenizer.from_file(str(Path(name)/'tokenizer.json')), name)
         from transformers import AutoTokenizer  # hub ids and folders with only a slow tokenizer's files
-        return model_convention(load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True)), name)
+        return _model_convention(load_tokenizer(AutoTokenizer.from_pretrained(name, use_fast=True)), name)
     raise TypeError(
         f"Expected a model name or folder, a tokenizers.Tokenizer or a transformers fast tokenizer; got "
         f"{type(tok).__name__}")
 
 # %% ../nbs/03_encoding.ipynb #17bfa1b8
-def append_eos(
+def _append_eos(
     tok,          # a `tokenizers.Tokenizer` (changed in place)
     eos_id:int,   # the id of the model's end-of-sequence token
 ):                # `tok`
@@ -73,7 +73,7 @@ def append_eos(
     return tok
 
 # %% ../nbs/03_encoding.ipynb #13359ff1
-def model_convention(
+def _model_convention(
     tok,      # the tokenizer read from `folder`
     folder,   # the model's folder or hub id
 ):            # `tok`, with EOS appended when the model is a decoder LLM
@@ -84,7 +84,7 @@ def model_convention(
     except (OSError, ValueError): return tok   # no config beside the tokenizer: nothing says it is a decoder's
     if not ck.decoder: return tok
     eos = ck.config.get('eos_token_id')
-    return append_eos(tok, eos[0] if isinstance(eos, list) else eos)   # Llama 3.1 lists several: the first ends a text
+    return _append_eos(tok, eos[0] if isinstance(eos, list) else eos)   # Llama 3.1 lists several: the first ends a text
 
 # %% ../nbs/03_encoding.ipynb #e925f781
 def _as_texts(texts, what='texts')->list:
@@ -153,7 +153,7 @@ def _tokenizer(tok):
         if f.exists():
             key = (str(f.resolve()), f.stat().st_mtime_ns)
             if key not in _LOADED:
-                _LOADED.clear(); _LOADED[key] = model_convention(Tokenizer.from_file(str(f)), f.parent)
+                _LOADED.clear(); _LOADED[key] = _model_convention(Tokenizer.from_file(str(f)), f.parent)
             return _LOADED[key]
     return load_tokenizer(tok)
 

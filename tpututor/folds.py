@@ -14,8 +14,8 @@ from .encoding import Encoded
 from .rundir import log
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'make_folds', 'text_keys', 'fold_leaks', 'leak_text', 'check_leaks',
-           'leak_score', 'score']
+__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'make_folds', 'text_keys', 'fold_leaks', 'check_leaks', 'leak_score',
+           'score']
 
 # %% ../nbs/10_folds.ipynb #85c07b82
 FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')
@@ -88,7 +88,7 @@ def fold_leaks(
             'share': float(leaked.mean()), 'leaked': leaked}
 
 # %% ../nbs/10_folds.ipynb #eb3952fc
-def leak_text(leak:dict, n:int)->str:
+def _leak_text(leak:dict, n:int)->str:
     "The warning a run logs when too many rows share their text with another fold"
     return (
         f"leak: {leak['rows']:,} of {n:,} training rows ({leak['share']:.1%}) share their text with a row in another "
@@ -106,8 +106,8 @@ def check_leaks(
     "Count the rows whose text is also in another fold, before training; warn above `LEAK_SHARE`"
     leak = fold_leaks(keys, fold)
     if leak['share'] <= LEAK_SHARE: return None
-    if out is not None: log(out, leak_text(leak, len(keys)), verbose)
-    elif verbose: print(leak_text(leak, len(keys)))
+    if out is not None: log(out, _leak_text(leak, len(keys)), verbose)
+    elif verbose: print(_leak_text(leak, len(keys)))
     return leak
 
 # %% ../nbs/10_folds.ipynb #43c69a4a

@@ -24,10 +24,8 @@ from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_M
 from .models.checkpoint import checkpoint_hash
 
 # %% auto #0
-__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'run_meta', 'memory_mb', 'KFoldResult', 'keep_model',
-           'keep_for_predict', 'fixed_shapes', 'expected_compiles', 'compile_cost', 'compile_text', 'train_fold',
-           'fold_record', 'fold_line', 'fold_row', 'quiet', 'fold_starts', 'run_folds', 'time_budget', 'finish_run',
-           'run_kfold', 'plot_run']
+__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'keep_for_predict', 'fixed_shapes',
+           'compile_cost', 'quiet', 'run_folds', 'run_kfold', 'plot_run']
 
 # %% ../nbs/10_kfold.ipynb #bf862145
 def fingerprint(data:Inputs, y=None)->str:
@@ -67,7 +65,7 @@ def run_fingerprint(
             'test': None if n_test is None else _digest(np.int64(n_test), test_texts)}
 
 # %% ../nbs/10_kfold.ipynb #2042f43e
-def run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
+def _run_meta(cfg:TrainConfig, backend:str, folds:int, fold_kind:str, train:Inputs, yt, test:Inputs|None, fold,
              texts=None, ids=None, test_texts=None)->dict: # run.json
     """What the run is, as run.json keeps it: its config, folds and backend, a hash of its token arrays and
     `run_fingerprint`"""
@@ -105,7 +103,7 @@ class KFoldResult:
     partial: dict|None = None
 
 # %% ../nbs/10_kfold.ipynb #f5b2cf63
-def keep_model(
+def _keep_model(
     folder,           # where to write (the run's model/)
     cfg:TrainConfig,  # the run (model, lora)
     whole:bool=True,  # the fold weights hold the whole network (False: predicting attaches the base, as for LoRA)
@@ -144,7 +142,7 @@ def keep_for_predict(
            'backend': backend, 'max_len': cfg.max_len, 'buckets': cfg.buckets, 'bucket_lengths': cfg.bucket_lengths,
            'pack_shape': cfg.pack_shape,
            'precision': cfg.precision, 'model_parallel': cfg.model_parallel,
-           'lora': cfg.lora, **keep_model(out/'model', cfg, whole)}
+           'lora': cfg.lora, **_keep_model(out/'model', cfg, whole)}
     write_json(out/'predict.json', kit)
     return kit
 
@@ -181,7 +179,7 @@ def fixed_shapes(
     return cfg.replace(bucket_lengths=tuple(int(l) for l in L))
 
 # %% ../nbs/10_kfold.ipynb #c79802ec
-def expected_compiles(cfg:TrainConfig, test:bool=True)->str:
+def _expected_compiles(cfg:TrainConfig, test:bool=True)->str:
     "What a k-fold run should compile, said before it starts"
     if cfg.pack and cfg.pack_shape:
         rows, most = cfg.pack_shape
@@ -203,14 +201,14 @@ def compile_cost(before:dict, after:dict)->dict: # compiles, cache_hits, compile
             'compile_seconds': round(after['seconds'] - before['seconds'], 2)}
 
 # %% ../nbs/10_kfold.ipynb #3ef28eb0
-def compile_text(rec:dict)->str: # e.g. 'compiled 52 programs in 31.2s (3 from cache)'
+def _compile_text(rec:dict)->str: # e.g. 'compiled 52 programs in 31.2s (3 from cache)'
     "A fold's compiles in words"
     if not rec.get('compiles'): return 'compiled nothing'
     hits = f" ({rec['cache_hits']} from cache)" if rec.get('cache_hits') else ''
     return f"compiled {rec['compiles']} programs in {rec['compile_seconds']:.1f}s{hits}"
 
 # %% ../nbs/10_kfold.ipynb #7b52963b
-def train_fold(
+def _train_fold(
     backend, cfg:TrainConfig,  # the backend and the run's config (lengths fixed for the run)
     train:Inputs, yt,          # every training row, its checked targets
     test:Inputs|None,          # test rows, or None
@@ -235,20 +233,20 @@ def train_fold(
     return p_va, p_te, hist, cost
 
 # %% ../nbs/10_kfold.ipynb #e934be0a
-def fold_record(cfg:TrainConfig, y_va, p_va, hist, cost:dict, seconds:float)->dict: # what done.json keeps of a fold
+def _fold_record(cfg:TrainConfig, y_va, p_va, hist, cost:dict, seconds:float)->dict: # what done.json keeps of a fold
     "A trained fold's record: its score on its own rows, seconds, speed, memory and compiles"
     return {'score': score(cfg.task, y_va, p_va), 'seconds': round(seconds, 1), **hist.rate(), **memory_mb(), **cost}
 
 # %% ../nbs/10_kfold.ipynb #2476d370
-def fold_line(i:int, done:dict)->str:
+def _fold_line(i:int, done:dict)->str:
     "The log line of a trained fold"
     rate = (f", {done['examples_per_s']:,.1f} examples/s" if 'examples_per_s' in done else '') + (
         f", {m}" if (m := mfu_text(done.get('mfu'), done.get('mfu_datasheet'))) else '')
-    comp = f", {compile_text(done)}" if 'compiles' in done else ''
+    comp = f", {_compile_text(done)}" if 'compiles' in done else ''
     return f"fold {i}: {done['score']} in {done['seconds']}s{rate}{comp}, memory {done.get('rss_mb', 0):.0f} MB"
 
 # %% ../nbs/10_kfold.ipynb #812b877e
-def fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's folds
+def _fold_row(i:int, done:dict, compiled:bool)->dict: # a row of metrics.json's folds
     "A fold's scores and costs, as `KFoldResult.fold_scores` lists them"
     return {'fold': i, **done['score'],
             **{k: done.get(k) for k in ('seconds', 'examples_per_s', 'mfu', 'mfu_datasheet', 'rss_mb')},
@@ -266,7 +264,7 @@ def quiet(backend, verbose:bool):
         if old is not None: backend.verbose = old
 
 # %% ../nbs/10_kfold.ipynb #60ab5857
-def fold_starts(backend, out:Path, budget:Budget, i:int, records:list, floor=None, verbose:bool=True)->bool:
+def _fold_starts(backend, out:Path, budget:Budget, i:int, records:list, floor=None, verbose:bool=True)->bool:
     """Does fold `i` start within `budget` (`decide`)? The run's process 0 decides and logs, every host follows; a
     budget too short for one fold is refused"""
     main, trained = backend.is_main, any(r.get('trained_here') for r in records)
@@ -294,28 +292,28 @@ def run_folds(backend, cfg:TrainConfig, train:Inputs, yt, test:Inputs|None,
             done, p_va, p_te = load_fold(fd, len(va), test is not None)
             resumed.append(i); log(out, f"fold {i}: finished earlier ({done['score']}), loaded", verbose)
         else:
-            if stop or budget and (stop := not fold_starts(backend, out, budget, i, records, floor, verbose)): continue
+            if stop or budget and (stop := not _fold_starts(backend, out, budget, i, records, floor, verbose)): continue
             if main and fd.exists():   # a fold killed half-way: start it again (a resumable backend: from its state)
                 keep = {'state'} if getattr(backend, 'resumable', False) else set()
                 for f in fd.iterdir():
                     if f.name not in keep: shutil.rmtree(f) if f.is_dir() else f.unlink()
             if main: log(out, f"fold {i}: training on {n - len(va)} rows, validating on {len(va)}", verbose)
             t0 = time.time()
-            p_va, p_te, hist, cost = train_fold(backend, cfg, train, yt, test, va, fd, stats)
+            p_va, p_te, hist, cost = _train_fold(backend, cfg, train, yt, test, va, fd, stats)
             # the other hosts trained and predicted in step; process 0 keeps the results
             if not main: continue
-            done = fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
-            save_fold(fd, hist, p_va, p_te, done); log(out, fold_line(i, done), verbose)
+            done = _fold_record(cfg, None if yt is None else yt[va], p_va, hist, cost, time.time() - t0)
+            save_fold(fd, hist, p_va, p_te, done); log(out, _fold_line(i, done), verbose)
             shutil.rmtree(fd/'state', ignore_errors=True)   # the fold is done: its in-fold state goes
             records.append({**done, 'trained_here': True})
         if oof is None: oof = np.full((n,) + p_va.shape[1:], np.nan, dtype=np.float32)
         oof[va] = p_va; finished.append(i)
         if p_te is not None: tests.append(p_te)
-        scores.append(fold_row(i, done, bool(stats)))
+        scores.append(_fold_row(i, done, bool(stats)))
     return oof, tests, scores, resumed, finished
 
 # %% ../nbs/10_kfold.ipynb #86ef8767
-def time_budget(backend, cfg:TrainConfig, fold, test:Inputs|None, started=None, out=None,
+def _time_budget(backend, cfg:TrainConfig, fold, test:Inputs|None, started=None, out=None,
                 verbose:bool=True)->tuple: # (`Budget` or None, a lower bound of a fold's seconds or None)
     """The run's time budget (`cfg.time_limit` from `started`, default `budget_start`), said in the log of `out`, and
     the TPU plan's lower bound of a fold's time where the device is a known TPU"""
@@ -333,7 +331,7 @@ def time_budget(backend, cfg:TrainConfig, fold, test:Inputs|None, started=None, 
     return b, floor
 
 # %% ../nbs/10_kfold.ipynb #8a051169
-def finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list,
+def _finish_run(out:Path, cfg:TrainConfig, yt, fold, todo, oof, tests:list, scores:list,
                resumed:list, verbose:bool=True, leak:dict|None=None, finished=None)->KFoldResult:
     """The out-of-fold score of the folds `finished` (default: all of `todo`), the averaged test predictions, and the
     run directory's files; fewer finished than `todo` is a partial ensemble, said so"""
@@ -395,19 +393,19 @@ def run_kfold(
                        cfg.batch_size * backend.replicas() * cfg.grad_accum)
     leak = None
     if main:
-        open_run(out, run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts),
+        open_run(out, _run_meta(run_cfg, backend.name, folds, fold_kind, train, yt, test, fold, texts, ids, test_texts),
                  overwrite)
         save_array(out/'folds.npy', fold); keep_for_predict(out, cfg, yt, classes, backend.name, backend.whole_model)
         leak = check_leaks(out, keys, fold, verbose)
     todo = range(folds) if only_folds is None else sorted(only_folds)
     # a backend that counts its compiles (JAX, torch_xla, torch.compile): a reading of them
     stats = backend.compile_stats if backend.compile_stats() is not None else None
-    if main and stats: log(out, expected_compiles(cfg, test is not None), verbose)
-    budget, floor = time_budget(backend, cfg, fold, test, started, out if main else None, verbose)
+    if main and stats: log(out, _expected_compiles(cfg, test is not None), verbose)
+    budget, floor = _time_budget(backend, cfg, fold, test, started, out if main else None, verbose)
     with quiet(backend, verbose):
         oof, tests, scores, resumed, done = run_folds(backend, cfg, train, yt, test, fold, todo, out, stats, verbose,
                                                       budget, floor)
-    return finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak, done) if main else None
+    return _finish_run(out, cfg, yt, fold, todo, oof, tests, scores, resumed, verbose, leak, done) if main else None
 
 # %% ../nbs/10_kfold.ipynb #1be090d0
 def plot_run(out)->Path:

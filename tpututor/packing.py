@@ -12,10 +12,10 @@ import numpy as np
 from .encoding import Encoded
 
 # %% auto #0
-__all__ = ['pack_rows', 'Packed', 'pack', 'pack_shape', 'packing_summary', 'packed_steps']
+__all__ = ['Packed', 'pack', 'pack_shape', 'packing_summary', 'packed_steps']
 
 # %% ../nbs/03a_packing.ipynb #672c1846
-def pack_rows(
+def _pack_rows(
     lengths,              # real token count of every text (`Encoded.lengths`)
     max_len:int,          # tokens per packed row
     most:int|None=None,   # at most this many texts in a row (None: as many as fit)
@@ -80,11 +80,11 @@ def _pad_of(enc:Encoded)->int:
 def pack(
     enc:Encoded,          # the texts (or pairs as one sequence), encoded at the rows' length
     most:int|None=None,   # the most texts a row holds (None: as many as fit)
-    order=None,           # the order texts are placed in (`pack_rows`; default: longest first)
+    order=None,           # the order texts are placed in (`_pack_rows`; default: longest first)
 )->Packed:
     "Pack the texts of `enc` into rows of `enc.max_len` tokens"
     lengths, L = enc.lengths.astype(np.int64), enc.max_len
-    rows = pack_rows(lengths, L, most, order)
+    rows = _pack_rows(lengths, L, most, order)
     k, R = most or max(map(len, rows), default=1), len(rows)
     texts = np.full((R, k), -1, np.int64)
     for r, row in enumerate(rows): texts[r, :len(row)] = row
@@ -109,7 +109,7 @@ def pack_shape(
     batch_size:int,       # texts a step should hold, about
 )->tuple:                 # (rows per step, most texts per row)
     "The fixed shape of a packed run: rows per step holding about `batch_size` texts, and the most texts a row holds"
-    rows = pack_rows(lengths, max_len)
+    rows = _pack_rows(lengths, max_len)
     return max(1, round(batch_size * len(rows) / max(len(lengths), 1))), max(map(len, rows), default=1)
 
 # %% ../nbs/03a_packing.ipynb #01289ff0

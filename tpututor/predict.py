@@ -17,8 +17,7 @@ from .models.checkpoint import checkpoint_hash
 from .kfold import quiet
 
 # %% auto #0
-__all__ = ['NO_BF16', 'predictions_table', 'submission', 'predict_precision', 'attach_base', 'predict_config', 'encode_texts',
-           'fold_weights', 'predict_run']
+__all__ = ['NO_BF16', 'predictions_table', 'submission', 'fold_weights', 'predict_run']
 
 # %% ../nbs/10b_predict.ipynb #1dd85553
 def predictions_table(
@@ -88,7 +87,7 @@ def submission(
 # %% ../nbs/10b_predict.ipynb #df240767
 NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
 
-def predict_precision(
+def _predict_precision(
     backend:str,       # the backend's name
     trained:str,       # the precision the run trained in
     asked:str='auto',  # 'auto', or a precision to use as it is
@@ -106,7 +105,7 @@ def predict_precision(
     return 'fp32'
 
 # %% ../nbs/10b_predict.ipynb #84f9c309
-def attach_base(
+def _attach_base(
     kit:dict,    # predict.json of a LoRA run
     base=None,   # the attached base checkpoint's folder (default: the name the run trained from)
 )->str:          # the checkpoint to build the model from
@@ -126,10 +125,10 @@ def attach_base(
     return where
 
 # %% ../nbs/10b_predict.ipynb #3a6aa192
-def predict_config(
+def _predict_config(
     run,                   # a run directory
-    base=None,             # a LoRA run's base checkpoint folder (`attach_base`)
-    precision:str='auto',  # `predict_precision`'s `asked`
+    base=None,             # a LoRA run's base checkpoint folder (`_attach_base`)
+    precision:str='auto',  # `_predict_precision`'s `asked`
     batch_size:int|None=None, # rows per device at prediction (default: the run's)
 )->TrainConfig:
     """The run's config as predicting uses it: the model from model/ (or the checked base), the run's lengths, the
@@ -137,17 +136,17 @@ def predict_config(
     run = Path(run); meta = read_json(run/'run.json')
     kit = read_json(run/'predict.json') if (run/'predict.json').exists() else {}
     cfg = TrainConfig.from_dict(meta['config'])
-    ch = {'precision': predict_precision(meta['backend'], cfg.precision, precision)}
+    ch = {'precision': _predict_precision(meta['backend'], cfg.precision, precision)}
     if kit.get('bucket_lengths'): ch['bucket_lengths'] = tuple(kit['bucket_lengths'])
     if kit.get('pack_shape'): ch['pack_shape'] = tuple(kit['pack_shape'])
-    if kit.get('base'): ch['model'] = attach_base(kit, base)
+    if kit.get('base'): ch['model'] = _attach_base(kit, base)
     # a run from an older tpututor: its model as it was
     elif (run/'model'/'config.json').exists(): ch['model'] = str(run/'model')
     if batch_size: ch['eval_batch_size'] = batch_size
     return cfg.replace(**ch)
 
 # %% ../nbs/10b_predict.ipynb #97015e7e
-def encode_texts(tok, texts, cfg:TrainConfig)->Inputs:
+def _encode_texts(tok, texts, cfg:TrainConfig)->Inputs:
     "Texts as the run encodes them: one list, or a pair (two encoders for a pair task, one sequence otherwise)"
     from tpututor.encoding import encode
     pair = isinstance(texts, tuple) and len(texts) == 2 and not isinstance(texts[0], str)
@@ -172,7 +171,7 @@ def predict_run(
     run,                   # a finished run directory
     texts,                 # the texts to predict: a list, or a pair (two lists)
     base=None,             # a LoRA run's base checkpoint folder
-    precision:str='auto',  # 'auto' (`predict_precision`), 'fp32', 'bf16' or 'fp16'
+    precision:str='auto',  # 'auto' (`_predict_precision`), 'fp32', 'bf16' or 'fp16'
     batch_size:int|None=None, # rows per device (default: the run's prediction batch)
     backend=None,          # a backend object (default: the run's, on this machine's devices)
     verbose:bool=True,     # a line per fold
@@ -181,9 +180,9 @@ def predict_run(
     from tpututor.encoding import load_tokenizer
     from tpututor.backends.registry import get_backend
     run, weights = Path(run), fold_weights(run)
-    cfg = predict_config(run, base, precision, batch_size)
+    cfg = _predict_config(run, base, precision, batch_size)
     tok = load_tokenizer(run/'model' if (run/'model'/'tokenizer.json').exists() else cfg.model)
-    data, backend = encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
+    data, backend = _encode_texts(tok, texts, cfg), backend or get_backend(read_json(run/'run.json')['backend'])
     # fewer devices than the mesh: whole copies
     if cfg.model_parallel > 1 and backend.replicas() % cfg.model_parallel: cfg = cfg.replace(model_parallel=1)
     preds, t0 = [], time.time()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os, sys
 
 # %% auto #0
-__all__ = ['in_notebook', 'progress_mode', 'progress']
+__all__ = ['in_notebook', 'progress']
 
 # %% ../nbs/05a_progress.ipynb #d88b8375
 def in_notebook()->bool:
@@ -17,7 +17,7 @@ def in_notebook()->bool:
     except NameError: return False
 
 # %% ../nbs/05a_progress.ipynb #afb08a9a
-def progress_mode()->str: # 'bar' or 'lines'
+def _progress_mode()->str: # 'bar' or 'lines'
     """'bar' where a person watches (a notebook, a terminal), 'lines' in a log file, a pipe or a test run;
     `TPUTUTOR_PROGRESS` overrides"""
     mode = os.environ.get('TPUTUTOR_PROGRESS')
@@ -39,7 +39,7 @@ def progress(
     verbose:bool=True,  # False: no bar at all
 ):                      # an object with update(n), set_postfix_str(s), close()
     "A live progress bar in a notebook or terminal; nothing in a log file or pipe (the epoch line is the record there)"
-    if not verbose or progress_mode() == 'lines': return _NoBar()
+    if not verbose or _progress_mode() == 'lines': return _NoBar()
     if in_notebook():
         from tqdm.auto import tqdm
         return tqdm(total=total, desc=desc, leave=False, mininterval=1)

@@ -10,8 +10,8 @@ import functools, hashlib, json
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['RESULTS_URL', 'STALE_MARK', 'code_text', 'module_file', 'code_hash', 'module_hashes', 'changed_since', 'record_notes',
-           'without_notes', 'record_text', 'record_entry', 'recorded', 'compiled_for']
+__all__ = ['code_text', 'module_file', 'code_hash', 'module_hashes', 'changed_since', 'record_notes', 'without_notes',
+           'record_entry', 'recorded', 'compiled_for']
 
 # %% ../nbs/12a_records.ipynb #cc31c104
 def _canon(node)->str:
@@ -67,8 +67,8 @@ def code_hash(
     return h.hexdigest()[:16]
 
 # %% ../nbs/12a_records.ipynb #622c9e87
-RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the published records
-STALE_MARK = 'Measured with older code:'   # how the line above a figure from a stale record starts
+_RESULTS_URL = 'https://raw.githubusercontent.com/tpututor/tpututor/main/bench/results/'   # the published records
+_STALE_MARK = 'Measured with older code:'   # how the line above a figure from a stale record starts
 
 def module_hashes(
     modules,  # tpututor module names
@@ -103,7 +103,7 @@ def record_notes(
         changed = [m.removeprefix('tpututor.') for m in changed_since(e)]
         if not changed: continue
         names = ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else '')
-        line = f"{STALE_MARK} {e.get('date')}, commit {e.get('commit') or 'not recorded'}; changed since: {names}"
+        line = f"{_STALE_MARK} {e.get('date')}, commit {e.get('commit') or 'not recorded'}; changed since: {names}"
         if line not in out: out.append(line)
     return out
 
@@ -111,11 +111,11 @@ def without_notes(
     text:str,  # what a record-showing cell printed
 )->str:        # the same without the lines `record_notes` printed: the figures alone
     "A cell's printed text without the lines that say its record was measured on older code"
-    return ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(STALE_MARK))
+    return ''.join(l for l in text.splitlines(keepends=True) if not l.startswith(_STALE_MARK))
 
 
 # %% ../nbs/12a_records.ipynb #8d5843c2
-def record_text(
+def _record_text(
     file:str,  # a file of bench/results, e.g. 'realruns.json'
 )->str:        # its text
     "The text of `file` of bench/results: this checkout's, else the published repository's"
@@ -126,14 +126,14 @@ def record_text(
         bench = file.split('.')[0].removesuffix('_runs')
         raise FileNotFoundError(f"{checkout / file} does not exist: record it with ./run.sh bench {bench}")
     if checkout: return (checkout / file).read_text()
-    return urllib.request.urlopen(RESULTS_URL + file, timeout=30).read().decode()
+    return urllib.request.urlopen(_RESULTS_URL + file, timeout=30).read().decode()
 
 def record_entry(
     file:str,      # a file of bench/results: a .json, or an .md (whose figures its .json records)
     run:str=None,  # of a record of named runs ('realruns.json'): the one entry to return
 ):                 # the parsed record, or its run
     "The measured entries behind `file` (what `record_notes` reads), or its run `run`"
-    rec = json.loads(record_text(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
+    rec = json.loads(_record_text(file if file.endswith('.json') else file.rsplit('.', 1)[0] + '.json'))
     if run is None: return rec
     runs = {r.get('run'): r for r in rec} if isinstance(rec, list) else {}
     if run not in runs: raise KeyError(f"{file} has no run {run!r}: it has {sorted(k for k in runs if k)}")
@@ -146,7 +146,7 @@ def recorded(
     "A benchmark's record, with a line printed above the figure when it was measured on code that has changed since"
     rec = record_entry(file, run)
     for line in record_notes(rec): print(line)
-    return rec if file.endswith('.json') else record_text(file)
+    return rec if file.endswith('.json') else _record_text(file)
 
 # %% ../nbs/12a_records.ipynb #351c65ee
 def compiled_for(

@@ -23,8 +23,8 @@ from .registry import backend_names, backend_class
 from ..progress import progress
 
 # %% auto #0
-__all__ = ['EPOCH_KEYS', 'CAPABILITIES', 'HOOKS', 'History', 'epoch_line', 'EpochLoop', 'FitStart', 'prepare_fit', 'Backend',
-           'check_backend', 'pick_backend']
+__all__ = ['EPOCH_KEYS', 'CAPABILITIES', 'HOOKS', 'History', 'EpochLoop', 'FitStart', 'prepare_fit', 'Backend', 'check_backend',
+           'pick_backend']
 
 # %% ../../nbs/backends/00_base.ipynb #25868335
 EPOCH_KEYS = ('epoch', 'loss', 'val_loss', 'seconds', 'examples_per_s', 'mfu',
@@ -80,7 +80,7 @@ class History:
                 + pd.DataFrame(self.records, columns=EPOCH_KEYS).set_index('epoch').to_string())
 
 # %% ../../nbs/backends/00_base.ipynb #a37a14ed
-def epoch_line(rec:dict, epochs:int)->str:
+def _epoch_line(rec:dict, epochs:int)->str:
     "The line printed after each epoch"
     v = '' if rec['val_loss'] is None else f", val_loss {rec['val_loss']:.4f}"
     mfu = mfu_text(rec['mfu'], rec.get('mfu_datasheet'))
@@ -142,7 +142,7 @@ def end_epoch(self:EpochLoop,
             self.best, self._waited, h.best_epoch = rec['val_loss'], 0, rec['epoch']
             self._best_state = self.snapshot() if self.snapshot and rec['epoch'] < self.epochs else None
         else: self._waited += 1
-    if self.verbose: print(epoch_line(rec, self.epochs), flush=True)
+    if self.verbose: print(_epoch_line(rec, self.epochs), flush=True)
     if self.cfg.patience and self._waited >= self.cfg.patience and rec['epoch'] < self.epochs:
         h.stopped_early = True
         if self.verbose: print(f"no improvement of val_loss for {self._waited} epochs: stopping early", flush=True)

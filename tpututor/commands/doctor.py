@@ -12,9 +12,7 @@ from ..devices.frameworks import installed_version, check_xla_pair, XLA_MINORS
 from ..devices.tpu import tpu_target, TPUCompileError
 
 # %% auto #0
-__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'ALIASES', 'CLI_PARAMS', 'Finding', 'Env', 'check_versions', 'check_libtpu_pins',
-           'check_tested', 'slice_shape', 'check_slice', 'check_visible', 'check_jax_seen', 'check_imports',
-           'check_holders', 'doctor', 'DoctorError', 'doctor_parser', 'doctor_cmd']
+__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'ALIASES', 'Finding', 'Env', 'doctor', 'DoctorError', 'doctor_parser', 'doctor_cmd']
 
 # %% ../../nbs/commands/05_doctor.ipynb #15b5ee23
 LEVELS = ('error', 'warning', 'note', 'ok')
@@ -112,7 +110,7 @@ def _libtpu_pin(reqs:list)->str|None: # the libtpu version a `tpu` extra pins, e
     return None
 
 # %% ../../nbs/commands/05_doctor.ipynb #f5947eed
-def check_versions(
+def _check_versions(
     env:Env,       # what is installed
     on_tpu:bool,   # the run is on a TPU (libtpu then loads)
 )->list:           # `Finding`s
@@ -137,14 +135,14 @@ def check_versions(
     if v.get('keras') and int(v['keras'].split('.')[0]) < 3:
         out.append(Finding('error', f"Keras {v['keras']} is Keras 2: the keras backend and KerasHub need Keras 3",
                            "pip install -U 'keras>=3', then restart the process"))
-    return out + check_libtpu_pins(env, on_tpu) + check_tested(env)
+    return out + _check_libtpu_pins(env, on_tpu) + _check_tested(env)
 
 # %% ../../nbs/commands/05_doctor.ipynb #f20dd0f4
 def _image_pair(v:dict, fw:str)->str|None: # the image that ships this libtpu with this version of `fw`, if one does
     return next((t['title'] for t in TESTED.values()
                  if t['libtpu'] == v.get('libtpu') and t['versions'].get(fw) == v.get(fw)), None)
 
-def check_libtpu_pins(
+def _check_libtpu_pins(
     env:Env,       # what is installed
     on_tpu:bool,   # the run is on a TPU
 )->list:           # `Finding`s
@@ -167,7 +165,7 @@ def check_libtpu_pins(
     return out
 
 # %% ../../nbs/commands/05_doctor.ipynb #cc3bcf19
-def check_tested(env:Env)->list: # one `Finding`: the tested combination it matches, or the nearest and how it differs
+def _check_tested(env:Env)->list: # one `Finding`: the tested combination it matches, or the nearest and how it differs
     "The installed framework versions against the combinations `./run.sh compat` passed (`TESTED`)"
     v = env.versions
     diffs = {k: [f"{d} {v.get(d) or 'not installed'} (tested: {t['versions'][d] or 'not installed'})"
@@ -182,7 +180,7 @@ def check_tested(env:Env)->list: # one `Finding`: the tested combination it matc
 # %% ../../nbs/commands/05_doctor.ipynb #26d26c19
 ALIASES = {'v5litepod': 'v5e', 'v5lite': 'v5e', 'v6lite': 'v6e', 'tpu7x': 'v7x'}   # Google's names for the chips
 
-def slice_shape(
+def _slice_shape(
     accelerator:str,   # 'v5e-8', 'v5litepod-8', 'v6e-16', ...
 )->dict:               # name, chips, devices (JAX's), hosts, chips_per_host
     "What an accelerator type means: its chips, JAX devices and hosts"
@@ -194,14 +192,14 @@ def slice_shape(
                 chips_per_host=t['chips'] // hosts)
 
 # %% ../../nbs/commands/05_doctor.ipynb #1a15a555
-def check_slice(
+def _check_slice(
     env:Env,                  # what this host sees
     accelerator:str|None,     # the slice the run expects (None: $TPU_ACCELERATOR_TYPE; neither: no slice check)
 )->list:                      # `Finding`s
     "Chips, devices and hosts seen against what the accelerator type says"
     acc = accelerator or env.environ.get('TPU_ACCELERATOR_TYPE')
     if not acc: return []
-    try: s = slice_shape(acc)
+    try: s = _slice_shape(acc)
     except TPUCompileError as e:
         return [Finding('warning', f"accelerator type {acc!r} is not one doctor reads ({e})",
                         "name it as <generation>-<count>, e.g. --accelerator v5e-8, to have its slice checked")]
@@ -223,10 +221,10 @@ def check_slice(
     elif s['hosts'] == 1 and seen > 1:
         out.append(Finding('warning', f"{acc} is 1 host, but TPU_WORKER_HOSTNAMES names {seen}",
                            "unset TPU_WORKER_HOSTNAMES, or name the slice with --accelerator"))
-    return out + check_visible(env, s) + check_jax_seen(env, s)
+    return out + _check_visible(env, s) + _check_jax_seen(env, s)
 
 # %% ../../nbs/commands/05_doctor.ipynb #2904319e
-def check_visible(env:Env, s:dict)->list: # `Finding`s: chips hidden by TPU_VISIBLE_CHIPS
+def _check_visible(env:Env, s:dict)->list: # `Finding`s: chips hidden by TPU_VISIBLE_CHIPS
     vis = env.environ.get('TPU_VISIBLE_CHIPS')
     if vis is None: return []
     k = len([c for c in vis.split(',') if c.strip()])
@@ -236,7 +234,7 @@ def check_visible(env:Env, s:dict)->list: # `Finding`s: chips hidden by TPU_VISI
                     "del os.environ['TPU_VISIBLE_CHIPS'] (and TPU_PROCESS_BOUNDS, TPU_CHIPS_PER_PROCESS_BOUNDS) "
                     "before anything imports jax or torch_xla, or restart without them")]
 
-def check_jax_seen(env:Env, s:dict)->list: # `Finding`s: devices of a JAX backend already started here
+def _check_jax_seen(env:Env, s:dict)->list: # `Finding`s: devices of a JAX backend already started here
     if env.jax_seen is None: return []
     devs, procs = env.jax_seen
     if (devs, procs) == (s['devices'], s['hosts']):
@@ -247,7 +245,7 @@ def check_jax_seen(env:Env, s:dict)->list: # `Finding`s: devices of a JAX backen
                     "(see the other lines), or JAX started before the TPU was attached")]
 
 # %% ../../nbs/commands/05_doctor.ipynb #0ec93139
-def check_imports(env:Env)->list: # `Finding`s
+def _check_imports(env:Env)->list: # `Finding`s
     "Frameworks this process has imported in an order that would abort it, or a Keras on another backend"
     out, mods = [], env.modules
     if 'tensorflow' in mods and 'torch_xla' not in mods and env.versions.get('torch_xla'):
@@ -263,7 +261,7 @@ def check_imports(env:Env)->list: # `Finding`s
     return out
 
 # %% ../../nbs/commands/05_doctor.ipynb #8b13ad13
-def check_holders(
+def _check_holders(
     env:Env,       # who holds what
     on_tpu:bool,   # the run is on a TPU (without one, processes that only compile share libtpu)
 )->list:           # `Finding`s
@@ -289,8 +287,8 @@ def doctor(
     "Check what TPU images get wrong before a run spends quota: versions, the slice, import order, the TPU's owner"
     env = env or Env.here()
     on_tpu = bool(env.chips or accelerator or env.environ.get('TPU_ACCELERATOR_TYPE'))
-    found = (check_versions(env, on_tpu) + check_slice(env, accelerator) + check_imports(env)
-             + check_holders(env, on_tpu))
+    found = (_check_versions(env, on_tpu) + _check_slice(env, accelerator) + _check_imports(env)
+             + _check_holders(env, on_tpu))
     if not on_tpu:
         found.append(Finding('note', "no TPU here (no /dev/accel* or /dev/vfio chips, no TPU_ACCELERATOR_TYPE): a run "
                              "computes on the CPU (or a GPU), which is fine for a CPU run; the TPU checks apply on a "
@@ -304,7 +302,7 @@ def doctor(
 class DoctorError(RuntimeError):
     "`tpututor doctor` found what would make a run fail"
 
-CLI_PARAMS = ('accelerator',)   # the parameters of `doctor` that are options of `tpututor doctor`
+_CLI_PARAMS = ('accelerator',)   # the parameters of `doctor` that are options of `tpututor doctor`
 
 def doctor_parser(sub): # the subparsers of `tpututor`
     "`tpututor doctor`: its options, from `doctor`'s signature and parameter comments"
@@ -315,13 +313,13 @@ def doctor_parser(sub): # the subparsers of `tpututor`
                     "TPU; one line per finding with its fix. Exit code 2 when a run would fail. Nothing is imported "
                     "or started.")
     docs = docments(doctor)
-    for p in CLI_PARAMS: dp.add_argument(f"--{p.replace('_', '-')}", help=docs[p])
+    for p in _CLI_PARAMS: dp.add_argument(f"--{p.replace('_', '-')}", help=docs[p])
     dp.add_argument('--debug', action='store_true', help='show Python tracebacks')
 
 # %% ../../nbs/commands/05_doctor.ipynb #aaa3b12a
 def doctor_cmd(args)->list: # the findings
     "Run `tpututor doctor`; raise `DoctorError` (exit code 2) when a run would fail"
-    found = doctor(**{p: getattr(args, p) for p in CLI_PARAMS})
+    found = doctor(**{p: getattr(args, p) for p in _CLI_PARAMS})
     if (n := sum(f.level == 'error' for f in found)):
         raise DoctorError(f"{n} problem{'s' if n > 1 else ''} above would make a run fail: fix "
                           f"{'them' if n > 1 else 'it'}, then run tpututor doctor again")

@@ -25,12 +25,11 @@ from ..data import read_table, need_columns, texts_of, labels_of
 from .options import DEFAULT_JOB, SPEED_DEFAULTS, speed_defaults, config_options, config_of
 
 # %% auto #0
-__all__ = ['data_options', 'run_options', 'BackendsHelp', 'train_parser', 'default_data', 'as_texts', 'write_predictions',
-           'device_class', 'start_backend', 'load_data', 'Job', 'read_job', 'fit_batch', 'held_out', 'summarize',
-           'train', 'compile_summary', 'leak_line', 'print_summary']
+__all__ = ['train_parser', 'default_data', 'as_texts', 'write_predictions', 'device_class', 'Job', 'held_out', 'train',
+           'print_summary']
 
 # %% ../../nbs/commands/01_train.ipynb #20b12093
-def data_options(t): # an argparse parser
+def _data_options(t): # an argparse parser
     "`tpututor train`'s data options"
     g = t.add_argument_group('data')
     g.add_argument('--data', help='training rows: a .csv, .tsv, .parquet or .jsonl file (default: the embedded '
@@ -56,7 +55,7 @@ def data_options(t): # an argparse parser
                    help=f"use only the first ROWS training rows (embedded job: {DEFAULT_JOB['rows']})")
 
 # %% ../../nbs/commands/01_train.ipynb #776ccb9c
-def run_options(t): # an argparse parser
+def _run_options(t): # an argparse parser
     "`tpututor train`'s options of where and how it runs"
     r = t.add_argument_group('run')
     r.add_argument('--backend', choices=['auto', *backend_names()], default='auto',
@@ -83,7 +82,7 @@ def run_options(t): # an argparse parser
                    help='auto: grouped with --group, stratified for classes, else plain (default: auto)')
 
 # %% ../../nbs/commands/01_train.ipynb #bc81cb68
-class BackendsHelp(argparse.HelpFormatter):
+class _BackendsHelp(argparse.HelpFormatter):
     "Help that lists every registered backend with its `about`, read only when the help is printed"
     def _get_help_string(self, action):
         h = super()._get_help_string(action)
@@ -97,10 +96,10 @@ class BackendsHelp(argparse.HelpFormatter):
 # %% ../../nbs/commands/01_train.ipynb #b6db7c82
 def train_parser(sub): # the subparsers of `tpututor`
     "`tpututor train`: its options"
-    t = sub.add_parser('train', help='k-fold fine-tune and ensemble', formatter_class=BackendsHelp,
+    t = sub.add_parser('train', help='k-fold fine-tune and ensemble', formatter_class=_BackendsHelp,
         description='Train one model per fold, predict the held-out rows of each fold (out-of-fold) and the test set, '
                     'and average the folds. With no --data: Rotten Tomatoes snippets and the MiniLM shipped on PyPI.')
-    data_options(t); run_options(t)
+    _data_options(t); _run_options(t)
     config_options(t.add_argument_group('training (every field of TrainConfig)'))
     o = t.add_argument_group('output')
     o.add_argument('--out', default='runs/default',
@@ -176,7 +175,7 @@ def _bf16_cpu(backend)->bool|str: # True, or why fp32
     return True if flags & {'avx512_bf16', 'amx_bf16'} else 'this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)'
 
 # %% ../../nbs/commands/01_train.ipynb #8c474ea4
-def start_backend(args): # the backend named by --backend, its devices started
+def _start_backend(args): # the backend named by --backend, its devices started
     """The `--backend` backend, its devices started first (`Backend.start_devices`: for keras the virtual TPU's JAX
     devices, and the hosts of a multi-host run joined)"""
     backend_class(args.backend).start_devices(args.devices, args.coordinator, args.num_processes, args.process_id,
@@ -186,7 +185,7 @@ def start_backend(args): # the backend named by --backend, its devices started
     return backend
 
 # %% ../../nbs/commands/01_train.ipynb #05b53264
-def load_data(args)->tuple: # (training rows, test rows or None, the data's name for the log, embedded?)
+def _load_data(args)->tuple: # (training rows, test rows or None, the data's name for the log, embedded?)
     "The training and test CSVs of `tpututor train`, or the embedded default's rows"
     if args.data:
         df = read_table(args.data)
@@ -213,10 +212,10 @@ class Job:
     groups:object=None            # each row's group (--group), or None
 
 # %% ../../nbs/commands/01_train.ipynb #aa68873f
-def read_job(args)->Job:
+def _read_job(args)->Job:
     """The run `args` asks for, read and checked: columns, texts, labels, the config, folds, the model and the
     backend's options"""
-    df, test_df, name, embedded = load_data(args)
+    df, test_df, name, embedded = _load_data(args)
     spec, where = get_task(args.task or TrainConfig.task), args.data or 'default'
     by_text = args.group == 'text' and 'text' not in df.columns   # --group text: the texts themselves
     need_columns(df, list(args.text) + (list(args.label) if spec.targets is not None else [])
@@ -255,7 +254,7 @@ def _packable(cfg:TrainConfig, backend)->bool|str: # True, or why this run train
     return True
 
 # %% ../../nbs/commands/01_train.ipynb #2b6cd2dd
-def fit_batch(job:Job,
+def _fit_batch(job:Job,
               # the run's config, with the speed options and the batch it trains with on `backend`
               backend)->TrainConfig:
     """The run's speed options for this backend's device where none was given (logged), its batch on the devices (a
@@ -303,7 +302,7 @@ def held_out(job:Job, pred)->dict|None: # the task's metrics, or None when the t
     return score(job.cfg.task, ty, pred)
 
 # %% ../../nbs/commands/01_train.ipynb #c8aba08b
-def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what summary.json holds
+def _summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what summary.json holds
     """The run's summary: out-of-fold and fold scores, compiles, the files written and the held-out score; written
     and printed"""
     out, args = Path(job.args.out), job.args
@@ -312,7 +311,7 @@ def summarize(job:Job, cfg:TrainConfig, res, backend, t0:float)->dict: # what su
          'devices': backend.describe(), 'folds': args.folds, 'oof': res.score,
          'fold_scores': res.fold_scores, 'resumed_folds': res.resumed}
     if res.partial: s['partial'] = res.partial   # the time limit stopped it: the ensemble of the folds finished
-    if any('compiles' in f for f in res.fold_scores): s['compiles'] = compile_summary(res.fold_scores)
+    if any('compiles' in f for f in res.fold_scores): s['compiles'] = _compile_summary(res.fold_scores)
     # texts in more than one fold: the score it inflates
     if res.leak: s['leak'] = {k: v for k, v in res.leak.items() if k != 'leaked'}
     if res.test is not None:
@@ -337,9 +336,9 @@ def train(args)->dict:
         print(f"backend {args.backend} ({why}; --backend names another)")
     # every framework's cache reads it
     if args.compile_cache: os.environ['TPUTUTOR_COMPILE_CACHE'] = args.compile_cache
-    job = read_job(args)
-    backend = start_backend(args)
-    cfg = fit_batch(job, backend)
+    job = _read_job(args)
+    backend = _start_backend(args)
+    cfg = _fit_batch(job, backend)
     tok = load_tokenizer(cfg.model)
     test_in = _inputs(tok, job.test_texts, cfg) if job.test_texts else None
     res = run_kfold(backend, cfg, _inputs(tok, job.texts, cfg), job.y,
@@ -350,10 +349,10 @@ def train(args)->dict:
     if res is None:   # another host of a multi-host run: process 0 writes the results
         print(f"process {args.process_id}: done; process 0 wrote {args.out}")
         return {}
-    return summarize(job, cfg, res, backend, t0)
+    return _summarize(job, cfg, res, backend, t0)
 
 # %% ../../nbs/commands/01_train.ipynb #f1b82c71
-def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_hits, after_first_fold, after_seconds
+def _compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_hits, after_first_fold, after_seconds
     "What the run compiled in its first fold and in all later folds (whose goal is 0), from the folds' records"
     first, rest = folds[0], folds[1:]
     return dict(first_fold=first.get('compiles'), first_seconds=first.get('compile_seconds'),
@@ -362,7 +361,7 @@ def compile_summary(folds:list)->dict: # first_fold, first_seconds, first_cache_
                 after_seconds=round(sum(f.get('compile_seconds') or 0 for f in rest), 2))
 
 # %% ../../nbs/commands/01_train.ipynb #7b9ede02
-def leak_line(leak:dict, key:str)->str:
+def _leak_line(leak:dict, key:str)->str:
     "The summary's line about rows whose text is also in another fold"
     clean = leak.get('oof_without_leaked', {}).get(key)
     return (f"leak: {leak['rows']:,} rows ({leak['share']:.1%}) share their text with a row in another fold"
@@ -382,7 +381,7 @@ def print_summary(s:dict, task:str):
     print(rows.round(4).to_string())
     print(f"out-of-fold {key}: {s['oof'][key]:.4f}   " + '  '.join(
         f'{k} {v:.4f}' for k, v in s['oof'].items() if k != key))
-    if 'leak' in s: print(leak_line(s['leak'], key))
+    if 'leak' in s: print(_leak_line(s['leak'], key))
     if 'held_out' in s:
         ens = (f"ensemble of {len(s['partial']['folds_done'])} of {s['folds']} folds" if 'partial' in s
                else 'fold ensemble')

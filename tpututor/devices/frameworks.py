@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 # %% auto #0
 __all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE', 'GUARDED',
            'FrameworkOrderError', 'installed', 'not_installed', 'installed_version', 'import_xla', 'tpu_present',
-           'check_xla_pair', 'KerasVersionError', 'keras_is_legacy', 'import_tf', 'installed_requires', 'Step',
-           'install_plan', 'install_missing']
+           'check_xla_pair', 'KerasVersionError', 'keras_is_legacy', 'import_tf', 'Step', 'install_plan',
+           'install_missing']
 
 # %% ../../nbs/devices/01_frameworks.ipynb #6966045f
 class FrameworkOrderError(RuntimeError):
@@ -135,7 +135,7 @@ GUARDED = frozenset({'torch', 'torch-xla', 'jax', 'jaxlib', 'libtpu', 'tensorflo
                      'tensorflow-tpu', 'tensorflow-text', 'transformers'})
 
 # %% ../../nbs/devices/01_frameworks.ipynb #25177e5b
-def installed_requires(dist:str)->list: # the requirements declared by installed `dist` ([] when not installed)
+def _installed_requires(dist:str)->list: # the requirements declared by installed `dist` ([] when not installed)
     "Requirement strings of an installed distribution"
     try: return importlib.metadata.requires(dist) or []
     except importlib.metadata.PackageNotFoundError: return []
@@ -259,14 +259,14 @@ def install_plan(
     framework:str,
     tpu:bool|None=None, # is this a TPU host (default: look for TPU chips)
     have=None,          # dist name -> installed version or None (default: `installed_version`)
-    requires=None,      # dist name -> its requirement strings (default: `installed_requires`)
+    requires=None,      # dist name -> its requirement strings (default: `_installed_requires`)
 )->list:                # `Step`s to run in order; empty when nothing is missing
     "The pip installs that would make this machine ready for a tutorial on `framework`, each with what it changes"
     plans = {'keras': lambda: _plan_keras(have, requires, tpu), 'xla': lambda: _plan_xla(have, tpu),
              'torch': lambda: _plan_torch(have, tpu), 'tf': lambda: _plan_tf(have, tpu),
              'libtpu': lambda: _plan_libtpu(have, requires)}
     if framework not in plans: raise ValueError(f"framework={framework!r}: use one of {sorted(plans)}")
-    have, requires = have or installed_version, requires or installed_requires
+    have, requires = have or installed_version, requires or _installed_requires
     tpu = tpu_present() if tpu is None else tpu
     plan = plans[framework]()
     data = [p for p in DATA_PINS if have(p.split('==')[0]) is None]

@@ -10,9 +10,9 @@ import contextlib, functools, glob, hashlib, importlib.metadata as md, math, os,
 from ..datasheets import TPU_SPECS
 
 # %% auto #0
-__all__ = ['GENERATIONS', 'GRIDS', 'TPUCompileError', 'tpu_target', 'libtpu_version', 'expected_libtpu', 'check_libtpu',
-           'no_tpu_here', 'cpu_unless_tpu', 'quiet_stderr', 'tpu_devices', 'device_hbm', 'tpu_mesh', 'hlo_counts',
-           'hbm_traffic', 'compiled_figures', 'refused', 'program_key']
+__all__ = ['GENERATIONS', 'GRIDS', 'TPUCompileError', 'tpu_target', 'libtpu_version', 'no_tpu_here', 'cpu_unless_tpu',
+           'quiet_stderr', 'tpu_devices', 'device_hbm', 'tpu_mesh', 'hlo_counts', 'hbm_traffic', 'compiled_figures',
+           'refused', 'program_key']
 
 # %% ../../nbs/devices/08_tpu.ipynb #7b7856a4
 # generation -> libtpu's name for it, the TensorCores a name counts per chip, its torus
@@ -58,7 +58,7 @@ def libtpu_version()->str|None: # the installed libtpu wheel's version, or None
     return None
 
 # %% ../../nbs/devices/08_tpu.ipynb #4f17fb94
-def expected_libtpu()->str|None: # e.g. '0.0.42.*', or None where JAX names none
+def _expected_libtpu()->str|None: # e.g. '0.0.42.*', or None where JAX names none
     "The libtpu versions the installed JAX pins in its `tpu` extra (a trailing `*`: any release of that line)"
     for r in md.requires('jax') or []:
         m = re.match(r'libtpu\s*==\s*([\w.*]+)', r)
@@ -68,9 +68,9 @@ def expected_libtpu()->str|None: # e.g. '0.0.42.*', or None where JAX names none
 def _matches(have:str, want:str)->bool: return have == want or (want.endswith('*') and have.startswith(want[:-1]))
 
 # %% ../../nbs/devices/08_tpu.ipynb #ed24e011
-def check_libtpu()->str: # the libtpu version that will compile
+def _check_libtpu()->str: # the libtpu version that will compile
     "Refuse, naming the fix, a machine without libtpu or with another than the installed JAX expects"
-    have, want, jax_v = libtpu_version(), expected_libtpu(), md.version('jax')
+    have, want, jax_v = libtpu_version(), _expected_libtpu(), md.version('jax')
     fix = f'pip install "jax[tpu]=={jax_v}"'
     if have is None:
         raise TPUCompileError(f"The TPU compiler (libtpu) is not installed: {fix} (or pip install \"tpututor[tpu]\")")
@@ -114,7 +114,7 @@ def tpu_devices(
     accelerator:str='v5e-8',   # as `tpu_target` names it
 )->tuple:                      # JAX devices of that slice that compile but never run
     "The compile-only JAX devices of a TPU slice: libtpu's topology of the chip, on any machine"
-    t = tpu_target(accelerator); check_libtpu(); cpu_unless_tpu()
+    t = tpu_target(accelerator); _check_libtpu(); cpu_unless_tpu()
     from jax.experimental import topologies
     kw = {'chips_per_host_bounds': t['chips_per_host_bounds']} if t['chips_per_host_bounds'] else {}
     with quiet_stderr() as said:

@@ -14,15 +14,15 @@ from .families import FAMILIES, DECODERS, family_of, refusal
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = ['READS', 'WEIGHT_FILES', 'keras_preset_name', 'keras_preset_folder', 'keras_preset', 'Checkpoint', 'checkpoint',
-           'model_config', 'check_family', 'checkpoint_files', 'checkpoint_hash', 'config_only']
+__all__ = ['WEIGHT_FILES', 'keras_preset_name', 'keras_preset', 'Checkpoint', 'checkpoint', 'model_config', 'check_family',
+           'checkpoint_hash', 'config_only']
 
 # %% ../../nbs/models/02_checkpoint.ipynb #f83f91f2
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash
     "Is `name` a KerasHub preset name rather than a Hugging Face hub id?"
     return '_' in name and '/' not in name and '-' not in name and not Path(name).exists()
 
-def keras_preset_folder(path)->bool: # a folder KerasHub's `save_to_preset` wrote (or a run's model/ from a preset)
+def _keras_preset_folder(path)->bool: # a folder KerasHub's `save_to_preset` wrote (or a run's model/ from a preset)
     "Is `path` a KerasHub preset folder? Its metadata.json names the Keras version that saved it"
     f = Path(path)/'metadata.json'
     if not f.is_file(): return False
@@ -32,7 +32,7 @@ def keras_preset_folder(path)->bool: # a folder KerasHub's `save_to_preset` wrot
 def keras_preset(name)->bool: # a preset name, 'kaggle://...', or a preset folder
     "Is `name` a KerasHub preset, which KerasHub's own loader reads (not a Hugging Face checkpoint)?"
     name = str(name)
-    return name.startswith('kaggle://') or keras_preset_name(name) or keras_preset_folder(name)
+    return name.startswith('kaggle://') or keras_preset_name(name) or _keras_preset_folder(name)
 
 # %% ../../nbs/models/02_checkpoint.ipynb #72469bf5
 @dataclass(frozen=True)
@@ -57,15 +57,15 @@ class Checkpoint:
 
 # %% ../../nbs/models/02_checkpoint.ipynb #35bb010b
 # name (and config's mtime) -> Checkpoint; (path, backend) checked; config.json reads
-_RESOLVED, _CHECKED, READS = {}, set(), [0]
+_RESOLVED, _CHECKED, _READS = {}, set(), [0]
 
 def _read_config(path:str, bare:str)->dict|None:
     "A folder's config.json, a hub id's (cache, then the hub), or None for a KerasHub preset"
-    if keras_preset_folder(path): return None
+    if _keras_preset_folder(path): return None
     if Path(path).is_dir(): f = Path(path)/'config.json'
     elif keras_preset_name(bare): return None
     else: f = Path(hub_file(bare, 'config.json'))
-    READS[0] += 1
+    _READS[0] += 1
     return json.loads(f.read_text())
 
 # %% ../../nbs/models/02_checkpoint.ipynb #a2240255
@@ -123,7 +123,7 @@ def check_family(
 WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json',
                 'pytorch_model.bin', 'pytorch_model.bin.index.json', 'tf_model.h5')
 
-def checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
+def _checkpoint_files(model)->list: # local paths: config.json, then the weights files (the shards of an index too)
     """The files a checkpoint's weights live in: a folder's own, or a hub id's from the local cache (downloaded if
     need be)"""
     ck = checkpoint(model)
@@ -151,7 +151,7 @@ def _sample(path:Path, h, samples:int=16, size:int=1 << 16):
 # %% ../../nbs/models/02_checkpoint.ipynb #683919ca
 def checkpoint_hash(model)->str: # 16 hex digits
     "A hash of a checkpoint's config and weights files that tells one checkpoint from another without reading gigabytes"
-    files = checkpoint_files(model)
+    files = _checkpoint_files(model)
     if len(files) < 2: raise FileNotFoundError(f"{model}: no weights file ({', '.join(WEIGHT_FILES)}) to hash")
     h = hashlib.sha256()
     for p in files: _sample(p, h)

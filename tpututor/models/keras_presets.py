@@ -11,7 +11,7 @@ from pathlib import Path
 from ..devices.jax import import_keras, keep_tf_out
 
 # %% auto #0
-__all__ = ['WORDPIECE', 'BYTE_BPE', 'SENTENCEPIECE', 'ASSETS', 'KEPT', 'preset_file', 'preset_tokenizer', 'keep_preset']
+__all__ = ['WORDPIECE', 'BYTE_BPE', 'SENTENCEPIECE', 'preset_tokenizer', 'keep_preset']
 
 # %% ../../nbs/models/03_keras_presets.ipynb #91af8876
 # KerasHub's tokenizers by the kind of vocabulary they keep
@@ -19,11 +19,11 @@ WORDPIECE = ('BertTokenizer', 'DistilBertTokenizer', 'ElectraTokenizer')
 BYTE_BPE = ('RobertaTokenizer',)
 # -> the transformers class that reads the .spm (ALBERT's lowercases before SentencePiece, KerasHub's does not)
 SENTENCEPIECE = {'DebertaV3Tokenizer': 'DebertaV2Tokenizer', 'XLMRobertaTokenizer': 'XLMRobertaTokenizer'}
-ASSETS = 'assets/tokenizer'   # where KerasHub keeps a tokenizer's vocabulary in a preset
-KEPT = ('config.json', 'metadata.json')   # what building a preset's backbone without its weights reads
+_ASSETS = 'assets/tokenizer'   # where KerasHub keeps a tokenizer's vocabulary in a preset
+_KEPT = ('config.json', 'metadata.json')   # what building a preset's backbone without its weights reads
 
 # %% ../../nbs/models/03_keras_presets.ipynb #7a2856a9
-def preset_file(
+def _preset_file(
     preset:str,  # a KerasHub preset: a name ('bert_base_en_uncased'), 'kaggle://...', or a folder
     name:str,    # a file of it, e.g. 'tokenizer.json'
 )->Path:         # a local path (a name's files: from KerasHub's cache, downloaded once)
@@ -42,18 +42,18 @@ def preset_tokenizer(
 ):               # a `tokenizers.Tokenizer` giving the ids KerasHub's tokenizer gives
     """The tokenizer of a KerasHub preset as a `tokenizers.Tokenizer`, built from the preset's vocabulary the way
     transformers builds the same family's fast tokenizer"""
-    conf = json.loads(preset_file(preset, 'tokenizer.json').read_text())
+    conf = json.loads(_preset_file(preset, 'tokenizer.json').read_text())
     kind, c = conf.get('class_name'), conf.get('config') or {}
     if kind in WORDPIECE:
         from tokenizers.implementations import BertWordPieceTokenizer
-        words = preset_file(preset, f'{ASSETS}/vocabulary.txt').read_text(encoding='utf-8').splitlines()
+        words = _preset_file(preset, f'{_ASSETS}/vocabulary.txt').read_text(encoding='utf-8').splitlines()
         vocab = {w: i for i, w in enumerate(words)}
         return BertWordPieceTokenizer(vocab, lowercase=bool(c.get('lowercase')))._tokenizer
     if kind in BYTE_BPE:
         from tokenizers.implementations import ByteLevelBPETokenizer
         from tokenizers.processors import RobertaProcessing
-        vocab = json.loads(preset_file(preset, f'{ASSETS}/vocabulary.json').read_text(encoding='utf-8'))
-        merges = [tuple(l.split(' ')) for l in preset_file(preset, f'{ASSETS}/merges.txt').read_text(
+        vocab = json.loads(_preset_file(preset, f'{_ASSETS}/vocabulary.json').read_text(encoding='utf-8'))
+        merges = [tuple(l.split(' ')) for l in _preset_file(preset, f'{_ASSETS}/merges.txt').read_text(
             encoding='utf-8').splitlines() if l and not l.startswith('#version')]
         tok = ByteLevelBPETokenizer(vocab, merges, add_prefix_space=False, trim_offsets=True)._tokenizer
         tok.post_processor = RobertaProcessing(('</s>', vocab['</s>']), ('<s>', vocab['<s>']), trim_offsets=True,
@@ -62,7 +62,7 @@ def preset_tokenizer(
     if kind in SENTENCEPIECE:
         import transformers
         from transformers.convert_slow_tokenizer import convert_slow_tokenizer
-        spm = preset_file(preset, f'{ASSETS}/vocabulary.spm')
+        spm = _preset_file(preset, f'{_ASSETS}/vocabulary.spm')
         slow = getattr(transformers, SENTENCEPIECE[kind])(vocab_file=str(spm))
         return convert_slow_tokenizer(slow)
     raise ValueError(f"{preset}: its tokenizer is KerasHub's {kind}, which tpututor cannot read yet (it reads "
@@ -78,7 +78,7 @@ def keep_preset(
     the backbone from without its weights (predicting loads each fold's), so a run predicts after the preset is gone"""
     from tpututor.rundir import atomic_write
     kept = []
-    for f in KEPT:
-        src = preset_file(preset, f)
+    for f in _KEPT:
+        src = _preset_file(preset, f)
         atomic_write(Path(folder)/f, lambda t: shutil.copyfile(src, t)); kept.append(f)
     return kept

@@ -12,7 +12,7 @@ from ...devices.jax import import_keras, keep_tf_out
 
 # %% auto #0
 __all__ = ['DECODER_BACKBONES', 'is_decoder', 'backbone_of', 'add_lora', 'lora_layers', 'merged_weights', 'export_merged',
-           'shard_axes', 'mesh_distribution', 'holdings', 'mesh_picture']
+           'mesh_distribution', 'holdings', 'mesh_picture']
 
 # %% ../../../nbs/backends/keras/03_llm.ipynb #b9724deb
 DECODER_BACKBONES = ('GemmaBackbone', 'Gemma3Backbone', 'QwenBackbone',
@@ -95,7 +95,7 @@ def _hf_exporters()->set: # KerasHub backbone class names its Hugging Face expor
     return set(MODEL_EXPORTERS)
 
 # %% ../../../nbs/backends/keras/03_llm.ipynb #4035e9ec
-def shard_axes(
+def _shard_axes(
     shape:tuple,         # the variable's shape
     mapped,              # the layout map's axes for it (a tuple of axis names or None), or None where it names none
     sizes:dict,          # mesh axis -> devices along it, e.g. {'batch': 4, 'model': 2}
@@ -119,7 +119,7 @@ def mesh_distribution(
     backbone_cls=None,    # the KerasHub backbone class, for its own layout map where it has one (`get_layout_map`)
 ):                        # a `keras.distribution.ModelParallel` over a (batch, model) mesh
     """Keras model parallelism over a `(devices / model_parallel) x model_parallel` mesh: KerasHub's layout map where
-    it fits a weight, else `shard_axes`"""
+    it fits a weight, else `_shard_axes`"""
     keras = import_keras(); import jax
     devices = list(devices or jax.devices()); n = len(devices)
     if model_parallel < 1 or n % model_parallel:
@@ -131,12 +131,12 @@ def mesh_distribution(
     layout_map = get(mesh, model_parallel_dim_name='model',
                      data_parallel_dim_name='batch') if get else keras.distribution.LayoutMap(mesh)
     class ShardedByShape(keras.distribution.ModelParallel):
-        "ModelParallel that lays out each weight the layout map cannot (by `shard_axes`)"
+        "ModelParallel that lays out each weight the layout map cannot (by `_shard_axes`)"
         def get_variable_layout(self, variable):
             if getattr(variable, '_layout', None) is not None: return variable._layout
             mapped = self._layout_map[variable.path]
             sizes = dict(zip(self.device_mesh.axis_names, self.device_mesh.shape))
-            axes = shard_axes(tuple(variable.shape), None if mapped is None else tuple(mapped.axes), sizes)
+            axes = _shard_axes(tuple(variable.shape), None if mapped is None else tuple(mapped.axes), sizes)
             return keras.distribution.TensorLayout(axes, self.device_mesh)
     return ShardedByShape(layout_map=layout_map, batch_dim_name='batch', auto_shard_dataset=False)
 

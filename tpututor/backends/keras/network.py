@@ -19,7 +19,7 @@ from ...models.checkpoint import Checkpoint, checkpoint, keras_preset_name
 from .convert import converter_for
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'preset_of', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
+__all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
            'sequence_output', 'input_fields', 'check_pack', 'build_model', 'scorer', 'hf_config', 'per_example_loss',
            'packed_task_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer', 'optimizer_state']
 
@@ -31,7 +31,7 @@ _POLICY = {'fp32': 'float32', 'bf16': 'mixed_bfloat16', 'pure_bf16': 'bfloat16',
 # ours -> KerasHub's
 KERAS_INPUTS = {'input_ids': 'token_ids', 'token_type_ids': 'segment_ids', 'attention_mask': 'padding_mask'}
 
-def preset_of(
+def _preset_of(
     # a `Checkpoint`, or 'minilm', a Hugging Face folder, a hub id ('roberta-base', 'org/name'), 'hf://org/name', a
     # KerasHub preset ('roberta_base_en')
     model,
@@ -78,7 +78,7 @@ def load_backbone(
     import_keras()
     with keep_tf_out(): import keras_hub
     ck = checkpoint(cfg.model)
-    preset, config = preset_of(ck), ck.config
+    preset, config = _preset_of(ck), ck.config
     kw = {} if cfg.dropout is None else {'dropout': cfg.dropout}
     if config is None:   # a KerasHub preset (or kaggle://): KerasHub's own loader
         # a run's model/ keeps a preset's config without its weights: each fold's are loaded into it

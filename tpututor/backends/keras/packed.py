@@ -12,11 +12,10 @@ from ...encoding import Encoded
 from ...packing import Packed, pack, packed_steps
 
 # %% auto #0
-__all__ = ['PACKABLE', 'PACKED_FIELDS', 'packed_attention_mask', 'packable', 'packed_sequence', 'segment_means',
-           'packed_features', 'packed_batches', 'packed_predictions', 'packed_layers']
+__all__ = ['PACKABLE', 'PACKED_FIELDS', 'packable', 'segment_means', 'packed_batches', 'packed_predictions', 'packed_layers']
 
 # %% ../../../nbs/backends/keras/05_packed.ipynb #69f8582d
-def packed_attention_mask(
+def _packed_attention_mask(
     seg,   # (rows, L) `segment_ids` of packed rows: 0 padding, k the row's k-th text
 ):         # (rows, L, L) int32, 1 where a query token may attend to a key token
     "Attention inside each text of a packed row, as KerasHub's layers take it; a padding token attends to itself"
@@ -52,7 +51,7 @@ def _layers(bb)->list:
         return [l for g in bb.transformer_layers for _ in range(bb.num_layers // bb.num_groups) for l in g]
     return list(bb.transformer_layers)
 
-def packed_sequence(
+def _packed_sequence(
     bb,              # a KerasHub encoder backbone (`packable`)
     x:dict,          # input_ids, segment_ids, position_ids[, token_type_ids] of packed rows
     training=None,   # dropout on
@@ -69,7 +68,7 @@ def packed_sequence(
         h = bb.embeddings_add(parts) if len(parts) > 1 else t
     h = bb.embeddings_dropout(bb.embeddings_layer_norm(h), training=training)
     if hasattr(bb, 'embeddings_projection'): h = bb.embeddings_projection(h)
-    mask = packed_attention_mask(x['segment_ids'])
+    mask = _packed_attention_mask(x['segment_ids'])
     rel = {'rel_embeddings': bb.relative_embeddings(h)} if hasattr(bb, 'relative_embeddings') else {}
     for layer in _layers(bb): h = layer(h, attention_mask=mask, training=training, **rel)
     return h
@@ -89,7 +88,7 @@ def segment_means(
 # %% ../../../nbs/backends/keras/05_packed.ipynb #3c666c96
 PACKED_FIELDS = ('input_ids', 'segment_ids', 'position_ids', 'texts')   # a packed model's inputs (`Packed` arrays)
 
-def packed_features(
+def _packed_features(
     p:Packed,       # packed rows
     rows,           # which of them
     fields,         # the model's inputs: `PACKED_FIELDS`, and token_type_ids where the backbone takes them
@@ -115,7 +114,7 @@ def packed_batches(
         for p, groups in plans:
             for g in groups[:steps]:
                 g = g[rows]; who = p.texts[g]
-                yield packed_features(p, g, fields), y[np.maximum(who, 0)], (who >= 0).astype(np.float32)
+                yield _packed_features(p, g, fields), y[np.maximum(who, 0)], (who >= 0).astype(np.float32)
     return gen(), steps, [[int((p.texts[g] >= 0).sum()) for g in groups[:steps]] for p, groups in plans]
 
 def packed_predictions(
@@ -126,7 +125,7 @@ def packed_predictions(
 )->list:                   # (features of n rows, (n, most) input index of each slot, -1 for none) per step
     "Every text once, packed longest first into steps of `n` rows, the last step filled with empty rows"
     p = pack(data, most)
-    return [(packed_features(q, slice(None), fields), q.texts)
+    return [(_packed_features(q, slice(None), fields), q.texts)
             for q in (p[i:i + n].pad_to(n) for i in range(0, len(p), n))]
 
 # %% ../../../nbs/backends/keras/05_packed.ipynb #e7b46af0
@@ -135,10 +134,10 @@ def packed_layers()->dict: # name -> class: PackedEncoder, SegmentMeans
     if hasattr(packed_layers, 'cache'): return packed_layers.cache
     keras = import_keras()
     class PackedEncoder(keras.layers.Layer):
-        "A KerasHub encoder run on packed rows (`packed_sequence`); its weights are the backbone's"
+        "A KerasHub encoder run on packed rows (`_packed_sequence`); its weights are the backbone's"
         def __init__(self, backbone, **kw):
             super().__init__(**kw); self.backbone = backbone
-        def call(self, x, training=None): return packed_sequence(self.backbone, x, training)
+        def call(self, x, training=None): return _packed_sequence(self.backbone, x, training)
     class SegmentMeans(keras.layers.Layer):
         "Each text slot's mean token vector; the slots per row are the `texts` array's width"
         def call(self, hidden, seg, texts): return segment_means(hidden, seg, texts.shape[1])

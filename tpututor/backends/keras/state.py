@@ -13,10 +13,10 @@ from ...rundir import FoldState, host_rng, set_host_rng
 from .llm import lora_layers
 
 # %% auto #0
-__all__ = ['state_variables', 'save_keras', 'load_keras', 'resumable_callback', 'fit_resumable']
+__all__ = ['fit_resumable']
 
 # %% ../../../nbs/backends/keras/07_state.ipynb #f8883f0b
-def state_variables(model)->list: # the variables whose values a continued fit needs
+def _state_variables(model)->list: # the variables whose values a continued fit needs
     "Every variable of `model`; with LoRA the frozen base left out (it is the checkpoint)"
     if not lora_layers(model): return list(model.variables)
     frozen = {id(w) for w in model.weights if not w.trainable}
@@ -26,7 +26,7 @@ def state_variables(model)->list: # the variables whose values a continued fit n
 def _names(vs)->list: return [[list(v.shape), str(v.dtype)] for v in vs]
 
 # %% ../../../nbs/backends/keras/07_state.ipynb #6caa33f5
-def save_keras(
+def _save_keras(
     state:FoldState,   # where the fold's state lives
     model,             # the model `fit` trains (synced: on JAX, read through the callback's `self.model`)
     loop,              # the fit's `EpochLoop`
@@ -37,7 +37,7 @@ def save_keras(
 ):
     "Save a Keras fit's state: variables as safetensors, the rest as JSON"
     from safetensors.numpy import save_file
-    vs, opt = state_variables(model), model.optimizer.variables
+    vs, opt = _state_variables(model), model.optimizer.variables
     host = lambda a: np.asarray(a, order='C')   # C order, a scalar kept a scalar (`ascontiguousarray` makes it 1-d)
     t = {f'v.{i}': host(to_numpy(v.value)) for i, v in enumerate(vs)}
     t.update({f'o.{i}': host(to_numpy(v.value)) for i, v in enumerate(opt)})
@@ -47,7 +47,7 @@ def save_keras(
     state.save(at, lambda p: save_file(t, p), meta)
 
 # %% ../../../nbs/backends/keras/07_state.ipynb #d4bdd5dc
-def load_keras(
+def _load_keras(
     state:FoldState,   # where the fold's state lives
     model,             # built and compiled for this fit, its optimizer built
     loop,              # the fit's `EpochLoop`: takes the saved history, best weights and patience
@@ -58,7 +58,7 @@ def load_keras(
     got = state.load(load_file)
     if got is None: return None
     meta, t, _ = got
-    vs, opt = state_variables(model), model.optimizer.variables
+    vs, opt = _state_variables(model), model.optimizer.variables
     if meta['variables'] != _names(vs) or meta['optimizer'] != _names(opt):
         raise RunDirError(f"{state.folder/'state.json'} was saved from another model or optimizer than this fit's, "
                           f"so the fold cannot continue from it. It can restart from its beginning: delete "
@@ -70,7 +70,7 @@ def load_keras(
     return meta['epoch'], meta['epoch_step'], meta['epoch_mean']
 
 # %% ../../../nbs/backends/keras/07_state.ipynb #b302bf5e
-def resumable_callback(
+def _resumable_callback(
     cb,                 # the fit's epoch callback (`epoch_callback`)
     state:FoldState|None, # where to save (None: no saves)
     loop, steps:int,    # the fit's `EpochLoop` and the steps an epoch makes
@@ -90,7 +90,7 @@ def resumable_callback(
             k = self.k0 + i + 1; m = self._mean(k, float(logs['loss']))
             cb.on_train_batch_end(k - 1, {**logs, 'loss': m})
             if state is not None and k < steps and state.due(at := self.e * steps + k):
-                save_keras(state, self.model, loop, self.e, k, m, at)   # `self.model`: synced with the device
+                _save_keras(state, self.model, loop, self.e, k, m, at)   # `self.model`: synced with the device
         def on_epoch_end(self, epoch, logs=None):
             cb.on_epoch_end(epoch, {**logs, 'loss': self._mean(steps, float(logs['loss']))})
     return Resumable()
@@ -113,11 +113,11 @@ def fit_resumable(
     "Keras' `fit` over `gen`, saving into `state` when due and, when `state` holds a save, continuing from it"
     keep = state if state is not None and state.on and _one_process() else None
     e0, k0, m0 = 0, 0, 0.0
-    if keep is not None and (got := load_keras(keep, model, loop)) is not None:
+    if keep is not None and (got := _load_keras(keep, model, loop)) is not None:
         e0, k0, m0 = got
         for _ in islice(gen, e0 * steps + k0): pass   # the batches trained before the save, in the same order
         if verbose: print(f"continuing from the state saved at step {e0 * steps + k0} ({keep.folder})", flush=True)
-    r = resumable_callback(cb, keep, loop, steps, (k0, m0)); r.first = e0
+    r = _resumable_callback(cb, keep, loop, steps, (k0, m0)); r.first = e0
     fit = lambda data, last, n: model.fit(data, initial_epoch=e0, epochs=last, steps_per_epoch=n, verbose=0,
                                           shuffle=False, callbacks=[r])
     if k0:   # the rest of the epoch the save was in: a slice of its own, which Keras cannot read past

@@ -20,7 +20,7 @@ from .network import (build_model, make_optimizer, per_example_loss, packed_task
 from .llm import mesh_distribution
 
 # %% auto #0
-__all__ = ['abstract_model', 'abstract_state', 'abstract_batch', 'compile_run', 'tpu_plan']
+__all__ = ['compile_run', 'tpu_plan']
 
 # %% ../../../nbs/backends/keras/06_tpu.ipynb #200a537b
 def _deferred():
@@ -29,7 +29,7 @@ def _deferred():
     return import_keras().StatelessScope(initialize_variables=False), global_state
 
 # %% ../../../nbs/backends/keras/06_tpu.ipynb #a8c3bb72
-def abstract_model(
+def _abstract_model(
     cfg:TrainConfig,   # the run: model, task, n_outputs, precision, lora
     steps:int=1000,    # optimizer steps of the schedule (a number in the program's state, not its shape)
     replicas:int=1,    # data-parallel replicas (the learning rate's scaling)
@@ -65,8 +65,8 @@ def _specs(model, opt, dist)->dict:
     return out
 
 # %% ../../../nbs/backends/keras/06_tpu.ipynb #523ac9f4
-def abstract_state(
-    model, opt,       # from `abstract_model`
+def _abstract_state(
+    model, opt,       # from `_abstract_model`
     mesh,             # the TPU mesh (`tpututor.devices.tpu.tpu_mesh`)
     dist=None,        # the run's Keras distribution over that mesh (None: data parallel)
 )->tuple:             # (trainable, non-trainable, optimizer, metrics) lists of `jax.ShapeDtypeStruct`
@@ -80,7 +80,7 @@ def abstract_state(
             put(model.metrics_variables))
 
 # %% ../../../nbs/backends/keras/06_tpu.ipynb #7e18db71
-def abstract_batch(
+def _abstract_batch(
     cfg:TrainConfig,   # task, n_outputs; pack and pack_shape for packed rows
     model,             # its inputs name the arrays
     rows:int,          # rows of the global batch
@@ -123,19 +123,19 @@ def compile_run(
     per = batch_size or (cfg.pack_shape[0] if cfg.pack and cfg.pack_shape else cfg.batch_size)
     rows = per * reps
     dist = _distribution(cfg, mesh)
-    model, opt = abstract_model(cfg, replicas=reps)
-    state = abstract_state(model, opt, mesh, dist)
+    model, opt = _abstract_model(cfg, replicas=reps)
+    state = _abstract_state(model, opt, mesh, dist)
     out_sh = (None, jax.tree.map(lambda a: a.sharding, state))
     step = jax.jit(model.train_step, donate_argnums=0, out_shardings=out_sh)
     rep = NamedSharding(mesh, P())
     fwd = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x, training=False)[0], out_shardings=rep)
     progs = []
     for L in lengths or [cfg.max_len]:
-        jobs = [('train', rows, lambda: step.lower(state, abstract_batch(cfg, model, rows, L, mesh)))]
+        jobs = [('train', rows, lambda: step.lower(state, _abstract_batch(cfg, model, rows, L, mesh)))]
         if predict and not cfg.pack:   # libtpu 0.0.42.1 crashes compiling some packed prediction programs
             prow = cfg.predict_batch_size * reps
             jobs.append(('predict', prow, lambda: fwd.lower(state[0], state[1],
-                                                            abstract_batch(cfg, model, prow, L, mesh)[0])))
+                                                            _abstract_batch(cfg, model, prow, L, mesh)[0])))
         for kind, r, lower in jobs:
             if kind == 'predict' and not progs[-1]['fits']: continue   # a run whose step cannot fit predicts nothing
             t0 = time.time()

@@ -37,7 +37,7 @@ from .batches import (length_buckets, as_is, EncodedDataset, train_batches, trai
                                                predict_batches, PackedData)
 
 # %% auto #0
-__all__ = ['train_epoch', 'step_losses', 'train_data', 'run_epoch', 'fit_model', 'TorchCoreBackend']
+__all__ = ['train_epoch', 'step_losses', 'fit_model', 'TorchCoreBackend']
 
 # %% ../../../nbs/backends/pytorch/00_base.ipynb #bab26d0e
 def train_epoch(
@@ -94,7 +94,7 @@ def train_epoch(
 def step_losses(losses:list, k:int)->list: return [float(np.mean(losses[i:i + k])) for i in range(0, len(losses), k)]
 
 # %% ../../../nbs/backends/pytorch/00_base.ipynb #e0be55a4
-def train_data(cfg:TrainConfig, train:Inputs, y,
+def _train_data(cfg:TrainConfig, train:Inputs, y,
                adapter:TorchDevice)->tuple: # (dataset, optimizer steps per epoch, bucket lengths, rows per micro-batch)
     """The training rows as a dataset padded to the run's length buckets, and the steps an epoch makes; refused when
     not one step fits"""
@@ -119,7 +119,7 @@ def train_data(cfg:TrainConfig, train:Inputs, y,
     return ds, steps, buckets, gbs
 
 # %% ../../../nbs/backends/pytorch/00_base.ipynb #16daba35
-def run_epoch(
+def _run_epoch(
     # the fit's state; lr: f() -> the next step's rate
     epoch:int, model:TaskModel, opt, cfg:TrainConfig, ds:EncodedDataset, gbs:int, steps:int, lr,
     # device adapter, epoch loop, speed meter, fp16's scaler
@@ -175,7 +175,7 @@ def fit_model(
     adapter = adapter or TorchDevice()
     adapter.check_precision(cfg)
     start = prepare_fit(cfg, train, y_train, valid, y_valid)
-    ds, steps, buckets, gbs = train_data(cfg, train, start.y, adapter)
+    ds, steps, buckets, gbs = _train_data(cfg, train, start.y, adapter)
     reps = adapter.replicas()
     if model is None: model = adapter.place_model(build_model(cfg, adapter=adapter))
     adapter.flush()   # run whatever the caller left pending now, so that it does not ride along in step 1's graph
@@ -197,7 +197,7 @@ def fit_model(
     model.train()
     keep, at = keeper(state, model, opt, scaler, loop, adapter, steps, sched, verbose)   # (None, ...): no saves
     for epoch in loop:
-        run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, adapter, loop, meter, scaler, valid, y_valid,
+        _run_epoch(epoch, model, opt, cfg, ds, gbs, steps, lr, adapter, loop, meter, scaler, valid, y_valid,
                   watchers, verbose, keep, at, first=epoch == 1 or at[2] is not None)
         at = (0, [], None)
     if (mem := adapter.peak_memory()) is not None: loop.history.info['peak_memory_mb'] = round(mem / 2**20, 1)

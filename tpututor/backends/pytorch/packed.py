@@ -11,10 +11,10 @@ from ...encoding import Encoded
 from ...packing import pack
 
 # %% auto #0
-__all__ = ['STYLES', 'packed_mask', 'packed_hidden', 'segment_pool', 'packing_style', 'check_packing']
+__all__ = ['STYLES', 'packed_hidden', 'segment_pool', 'packing_style', 'check_packing']
 
 # %% ../../../nbs/backends/pytorch/03_packed.ipynb #049c1d94
-def packed_mask(
+def _packed_mask(
     seg,                  # (rows, L) `segment_ids`: 0 padding, k the row's k-th text
     style:str='4d',       # '4d': (rows, 1, L, L) additive floats; '3d': (rows, L, L) of 0/1
     dtype=None,           # the additive mask's dtype (default: float32)
@@ -43,10 +43,10 @@ def packed_hidden(
     x = {k: batch[k] for k in ('input_ids', 'token_type_ids') if k in batch}
     if style == 'split':
         emb = encoder.embeddings(mask=(seg > 0).long(), **x)
-        return encoder.encoder(emb, packed_mask(seg, '3d'), return_dict=True).last_hidden_state
+        return encoder.encoder(emb, _packed_mask(seg, '3d'), return_dict=True).last_hidden_state
     if 'position_ids' in inspect.signature(encoder.forward).parameters:
         x['position_ids'] = batch['position_ids'] + offset
-    return encoder(attention_mask=packed_mask(seg, style), **x).last_hidden_state
+    return encoder(attention_mask=_packed_mask(seg, style), **x).last_hidden_state
 
 def segment_pool(
     hidden,               # (rows, L, hidden)

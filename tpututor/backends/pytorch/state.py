@@ -12,10 +12,10 @@ from ...rundir import FoldState, host_rng, set_host_rng
 from ..base import EpochLoop
 
 # %% auto #0
-__all__ = ['save_fit', 'load_fit', 'keeper', 'resumed']
+__all__ = ['keeper', 'resumed']
 
 # %% ../../../nbs/backends/pytorch/01_state.ipynb #3e924f81
-def save_fit(
+def _save_fit(
     state:FoldState,       # where the fold's state lives
     model, opt, scaler,    # the model, its optimizer, fp16's GradScaler (or None)
     loop:EpochLoop,        # the fit's epoch loop (history, best weights, patience)
@@ -48,7 +48,7 @@ def save_fit(
 # %% ../../../nbs/backends/pytorch/01_state.ipynb #d8dbe11b
 def _part(t:dict, prefix:str)->dict: return {k[len(prefix):]: v for k, v in t.items() if k.startswith(prefix)}
 
-def load_fit(
+def _load_fit(
     state:FoldState,       # where the fold's state lives
     model, opt, scaler,    # freshly built: they take the saved values
     loop:EpochLoop,        # takes the saved history, best weights and patience
@@ -77,7 +77,7 @@ def load_fit(
 # %% ../../../nbs/backends/pytorch/01_state.ipynb #864c763f
 def keeper(
     state,                 # a `FoldState`, or None
-    model, opt, scaler,    # what `save_fit` saves
+    model, opt, scaler,    # what `_save_fit` saves
     loop:EpochLoop, adapter,
     steps:int,             # optimizer steps an epoch makes (a save at an epoch's last step waits for the next)
     sched:list,            # [optimizer steps done]: the fit's schedule counter, set here when continuing
@@ -87,12 +87,12 @@ def keeper(
     could not read process 0's files) or with saves off"""
     if state is None or not state.on or adapter.split != 1: return None, (0, [], None)
     at = (0, [], None)
-    if (got := load_fit(state, model, opt, scaler, loop, adapter)) is not None:
+    if (got := _load_fit(state, model, opt, scaler, loop, adapter)) is not None:
         sched[0], at = got['schedule_step'], (got['epoch_step'], got['epoch_losses'], got['generators'])
         if verbose: print(f"continuing from the state saved at step {sched[0]} ({state.folder})", flush=True)
     def keep(epoch, k, losses):
         if k < steps and state.due(sched[0]):
-            save_fit(state, model, opt, scaler, loop, adapter, epoch, k, losses, sched[0])
+            _save_fit(state, model, opt, scaler, loop, adapter, epoch, k, losses, sched[0])
     return keep, at
 
 # %% ../../../nbs/backends/pytorch/01_state.ipynb #dfb6b964

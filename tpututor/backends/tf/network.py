@@ -15,8 +15,7 @@ from ...models.hub import has_weights
 from ...models.checkpoint import checkpoint
 
 # %% auto #0
-__all__ = ['HEADS', 'SCORERS', 'load_encoder', 'input_fields', 'mean_pool', 'precision_policy', 'build_model', 'scorer',
-           'per_example_loss']
+__all__ = ['HEADS', 'SCORERS', 'input_fields', 'mean_pool', 'build_model', 'scorer', 'per_example_loss']
 
 # %% ../../../nbs/backends/tf/01_network.ipynb #efb148f2
 def _dropout_fields(config):
@@ -24,7 +23,7 @@ def _dropout_fields(config):
                         'dropout', 'attention_dropout') if hasattr(config, k)]
 
 # %% ../../../nbs/backends/tf/01_network.ipynb #a4434704
-def load_encoder(
+def _load_encoder(
     cfg:TrainConfig,     # uses `model` and `dropout`
     name:str='encoder',  # Keras name of the encoder layer (fixes its weight names)
 ):                       # a transformers `TFPreTrainedModel`
@@ -73,7 +72,7 @@ def mean_pool(hidden, mask): # (batch, hidden) float32
 
 # %% ../../../nbs/backends/tf/01_network.ipynb #2ee68bab
 @contextlib.contextmanager
-def precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
+def _precision_policy(precision:str): # 'fp32', 'bf16' or 'fp16'
     "Set the Keras mixed-precision policy for the layers built inside the block, then restore the previous one"
     tf = import_tf()
     if precision not in _POLICY: raise ValueError(f"precision={precision!r} is not one of {', '.join(_POLICY)}")
@@ -106,9 +105,9 @@ def build_model(
     tf = import_tf()
     strategy = strategy or tf.distribute.get_strategy()
     L, spec = tf.keras.layers, cfg.spec
-    with precision_policy(cfg.precision), strategy.scope():
+    with _precision_policy(cfg.precision), strategy.scope():
         tf.keras.utils.set_random_seed(cfg.seed)
-        enc = load_encoder(cfg)
+        enc = _load_encoder(cfg)
         fields = input_fields(enc)
         drop = L.Dropout(0.1 if cfg.dropout is None else cfg.dropout, name='head_dropout')
         dense = L.Dense(cfg.n_outputs, activation=spec.activation, dtype='float32', name='head')

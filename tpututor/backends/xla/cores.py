@@ -22,10 +22,10 @@ from ..pytorch.base import (EncodedDataset, make_optimizer, save_weights, train_
 from . import build_model
 
 # %% auto #0
-__all__ = ['fit_per_core', 'launch_fit']
+__all__ = ['launch_fit']
 
 # %% ../../../nbs/backends/xla/02_cores.ipynb #eff67ff9
-def fit_per_core(
+def _fit_per_core(
     index:int,          # process index (given by `torch_xla.launch`)
     cfg:TrainConfig,    # the run's settings (`batch_size` per core; buckets must be 0)
     train:Inputs,       # training rows (every process gets all of them; the sampler picks its share)
@@ -97,5 +97,5 @@ def launch_fit(
     cc = compile_cache_dir('torch_xla') if compile_cache is None else compile_cache
     off = cc is None or str(cc).strip().lower() in ('off', '0', 'none', 'false', 'no')
     cc = None if off else str(Path(cc).expanduser().resolve())
-    tx.launch(fit_per_core, args=(cfg, train, y_train, str(out_dir), cc))
+    tx.launch(_fit_per_core, args=(cfg, train, y_train, str(out_dir), cc))
     return History.from_dict(read_json(out_dir / 'history.json'))

@@ -15,10 +15,10 @@ from ...models.checkpoint import config_only
 from ...plan import largest_batch_compiled, plan_figures
 
 # %% auto #0
-__all__ = ['alias_outputs', 'compile_stablehlo', 'trace_step', 'export_steps', 'compile_xla_run', 'xla_tpu_plan']
+__all__ = ['compile_stablehlo', 'compile_xla_run', 'xla_tpu_plan']
 
 # %% ../../../nbs/backends/xla/01_tpu.ipynb #183db11e
-def alias_outputs(
+def _alias_outputs(
     text:str,       # a StableHLO module (text) whose entry is `@main`
     aliases,        # (argument index, output index) pairs: the output written over that argument
 )->str:             # the module with `tf.aliasing_output` on those arguments
@@ -46,7 +46,7 @@ class _Executable:
 def compile_stablehlo(
     text:str,                 # a StableHLO module (text or bytecode), SPMD over the slice's devices by its shardings
     accelerator:str='v5e-8',  # the slice (`tpututor.devices.tpu.tpu_target`)
-    aliases=(),               # (argument, output) pairs written over each other (`alias_outputs`)
+    aliases=(),               # (argument, output) pairs written over each other (`_alias_outputs`)
     what:str='the program',   # the program, in words, for an error
 )->dict:                      # `compiled_figures`, or `refused`'s when it does not fit
     "A StableHLO module compiled by libtpu for every device of `accelerator`: the compiler's figures per device"
@@ -59,7 +59,7 @@ def compile_stablehlo(
                                         device_assignment=np.array(devs).reshape(1, n))
     with quiet_stderr(), mlir.make_ir_context():
         try:
-            module = ir.Module.parse(alias_outputs(text, aliases) if isinstance(text, str) else text)
+            module = ir.Module.parse(_alias_outputs(text, aliases) if isinstance(text, str) else text)
             exe = client.compile(module, executable_devices=xc.DeviceList(tuple(devs)), compile_options=opts)
         except Exception as e: return refused(str(e), what, accelerator)
     return compiled_figures(_Executable(exe), accelerator)
@@ -93,7 +93,7 @@ def _rows(cfg:TrainConfig, rows:int, length:int, kind:str='train')->tuple:
     return data, check_targets(cfg, y, rows)
 
 # %% ../../../nbs/backends/xla/01_tpu.ipynb #a0e356e8
-def trace_step(
+def _trace_step(
     cfg:TrainConfig,    # the run: model (a folder with its config), task, precision, dropout, seed, lr
     rows:int,           # rows of the global batch (a prediction batch: its rows)
     length:int,         # tokens per row
@@ -132,20 +132,20 @@ def trace_step(
 
 # %% ../../../nbs/backends/xla/01_tpu.ipynb #def32192
 def _main(job:str):
-    "The child of `export_steps`: trace every shape of the job file, write what `trace_step` gives back beside it"
+    "The child of `_export_steps`: trace every shape of the job file, write what `_trace_step` gives back beside it"
     with open(job) as f: cfg, shapes = json.load(f)
     cfg = TrainConfig.from_dict(cfg)
-    out = [trace_step(cfg, rows, length, kind) for kind, rows, length in shapes]
+    out = [_trace_step(cfg, rows, length, kind) for kind, rows, length in shapes]
     with open(job + '.out', 'w') as f: json.dump(out, f)
 
 if __name__ == '__main__' and '__file__' in globals(): _main(sys.argv[1])   # python -m tpututor.backends.xla.tpu JOB
 
 # %% ../../../nbs/backends/xla/01_tpu.ipynb #d1a6d7b0
-def export_steps(
+def _export_steps(
     cfg:TrainConfig,   # the run (its model: a folder with a config.json, a hub id, 'minilm')
     shapes:list,       # (kind, rows, length) to trace: kind 'train' or 'predict', rows of the global batch
     devices:int=8,     # XLA devices of the child's CPU: the TPU slice's device count
-)->list:               # `trace_step`'s dict for each shape, with `seconds` (the child's, all of them)
+)->list:               # `_trace_step`'s dict for each shape, with `seconds` (the child's, all of them)
     "The xla backend's steps traced in a child process whose torch_xla runs on `devices` CPU devices"
     cfg = cfg.replace(model=config_only(cfg.model))   # built from the config alone: no weights are read
     env = {k: v for k, v in os.environ.items() if k not in ('XLA_FLAGS', 'TPU_NAME', 'PJRT_DEVICE')}
@@ -186,7 +186,7 @@ def compile_xla_run(
     shapes = [('train', rows, L) for L in lengths or [cfg.max_len]]
     if predict: shapes += [('predict', cfg.predict_batch_size * n, L) for L in lengths or [cfg.max_len]]
     progs = []
-    for (kind, r, L), s in zip(shapes, export_steps(cfg, shapes, n)):
+    for (kind, r, L), s in zip(shapes, _export_steps(cfg, shapes, n)):
         t0, k = time.time(), program_key(f"{s['text']}\n{s['aliases']}", accelerator)
         if known is not None and k in known: f = dict(known[k], reused=True)
         else: f = dict(compile_stablehlo(s['text'], accelerator, s['aliases'], f"the {kind} program ({r} x {L})"),
