@@ -15,7 +15,8 @@ from ...config import TrainConfig, Inputs, check_inputs, head_of
 from ...tasks import Head, declare_heads
 from ...encoding import Encoded
 from ...rundir import atomic_write, RunDirError
-from ..base import Backend, prepare_fit
+from ..base import Backend
+from ..loop import prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0
