@@ -86,11 +86,5 @@ case "$job" in
     # Both cores: independent notebooks side by side, longest first (tests/conftest.py orders and groups them).
     workers=${TPUTUTOR_TEST_WORKERS:-2}
     xdist=(); [ "$workers" != 0 ] && xdist=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
-    # Each worker computes on its share of the cores (torch, BLAS, TensorFlow's op pools; what a test process sets
-    # itself wins): a pool sized for every core spins its idle threads against the other worker's (measured: two
-    # notebooks side by side, 1.5-2x sooner each); a variable set before the command is kept
-    threads=$(( $(nproc) / (workers > 0 ? workers : 1) )); [ "$threads" -ge 1 ] || threads=1
-    export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads} MKL_NUM_THREADS=${MKL_NUM_THREADS:-$threads} \
-           OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-$threads} TF_NUM_INTRAOP_THREADS=${TF_NUM_INTRAOP_THREADS:-$threads}
     exec python -m pytest -p no:cacheprovider --durations=15 "${xdist[@]}" "${args[@]}" ;;
 esac
