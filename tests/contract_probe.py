@@ -10,7 +10,7 @@ def main(name, workdir):
     from tpututor.backends.registry import get_backend, backend_class
     backend_class(name).start_devices(8)   # keras: the virtual TPU, eight JAX CPU devices, data parallel
     from tpututor.backends.base import Backend
-    from tpututor.backends.loop import History, EPOCH_KEYS
+    from tpututor.loop import History, EPOCH_KEYS
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
     from tpututor.testing import tiny_model_dir

@@ -4,7 +4,7 @@ contract says they are the same (history keys, the error for a bad target)."""
 import json, subprocess, sys
 from pathlib import Path
 import pytest
-from tpututor.backends.loop import EPOCH_KEYS
+from tpututor.loop import EPOCH_KEYS
 from tpututor.backends.registry import backend_names
 from conftest import ROOT, clean_env
 

@@ -14,7 +14,7 @@ import pandas as pd
 from .config import TrainConfig, Inputs, n_rows, take, check_targets, row_lengths, width, check_run, KEEPING
 from .encoding import Encoded, choose_buckets, assign_buckets
 from .packing import pack_shape
-from .backends.loop import History
+from .loop import History
 from .flops import mfu_text
 from .rundir import (RunDirError, atomic_write, write_json, read_json, save_array, load_array, write_csv,
                              open_run, log, fold_done, save_fold, load_fold, FoldState)

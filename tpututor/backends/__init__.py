@@ -3,11 +3,11 @@
 What a backend written outside tpututor needs is importable from here: `Backend` (the contract, its capabilities
 and hooks, read in one place), `register_backend`, the task heads it declares (`Head`, `declare_heads`,
 `HEAD_KINDS`), and the opening and epoch loop every fit shares (`prepare_fit`, `FitStart`, `EpochLoop`,
-`History`, from the `loop` module). The built-in backends live beside this module: `bow`, `keras`, `torch`, `xla`,
-`tf`, and the torch core that `torch` and `xla` share (`pytorch`)."""
+`History`, from `tpututor.loop`, below the backends). The built-in backends live beside this module: `bow`,
+`keras`, `torch`, `xla`, `tf`, and the torch core that `torch` and `xla` share (`pytorch`)."""
 from ..tasks import Head, declare_heads, HEAD_KINDS
 from .base import Backend, check_backend, CAPABILITIES, HOOKS
-from .loop import History, EpochLoop, FitStart, prepare_fit
+from ..loop import History, EpochLoop, FitStart, prepare_fit
 from .registry import register_backend, get_backend, backend_names, backend_class
 from .base import pick_backend
 

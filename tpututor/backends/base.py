@@ -14,7 +14,7 @@ from ..config import TrainConfig, Inputs
 from ..tasks import declare_heads
 from ..models.families import FAMILIES, DECODERS
 from .registry import backend_names, backend_class
-from .loop import History
+from ..loop import History
 
 # %% auto #0
 __all__ = ['CAPABILITIES', 'HOOKS', 'Backend', 'check_backend', 'pick_backend']

@@ -16,7 +16,7 @@ from ...tasks import Head, declare_heads
 from ...encoding import Encoded
 from ...rundir import atomic_write, RunDirError
 from ..base import Backend
-from ..loop import prepare_fit
+from ...loop import prepare_fit
 from fastcore.basics import patch
 
 # %% auto #0

@@ -38,7 +38,7 @@ from ...packing import pack_shape, packing_summary
 from .memory import refuse_if_too_big
 from ...flops import Throughput, model_dims, train_flops
 from ..base import Backend
-from ..loop import EpochLoop, prepare_fit
+from ...loop import EpochLoop, prepare_fit
 from ...rundir import atomic_write, assign_weights
 from .steps import train_batches, predict, fit_model, spare_config
 from fastcore.basics import patch

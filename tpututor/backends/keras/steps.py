@@ -22,7 +22,7 @@ from .state import fit_resumable
 from ...packing import pack_shape, packing_summary
 from .memory import refuse_if_too_big
 from ...flops import Throughput, model_dims, train_flops
-from ..loop import EpochLoop, prepare_fit
+from ...loop import EpochLoop, prepare_fit
 from ...rundir import atomic_write, assign_weights
 
 # %% auto #0

@@ -24,10 +24,10 @@ from ...devices.ops import cached_peak, best_rate, host_name
 from ...devices.ops import compile_cache_dir
 from ...rundir import atomic_write
 from ..base import Backend
-from ..loop import EpochLoop
+from ...loop import EpochLoop
 from ...devices.torch import TorchDevice, device_adapter
 from fastcore.basics import patch
-from ..loop import prepare_fit
+from ...loop import prepare_fit
 from ...packing import pack, pack_shape
 from .packed import packing_style, packed_hidden, segment_pool, check_packing
 from .state import keeper, resumed

@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import islice
 import torch
 from ...rundir import FoldState, host_rng, set_host_rng
-from ..loop import EpochLoop
+from ...loop import EpochLoop
 
 # %% auto #0
 __all__ = ['keeper', 'resumed']

@@ -18,9 +18,9 @@ from ...devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_pe
                                  quiet_tf_logs, TfDevice)
 from ...flops import Throughput, model_dims, train_flops, datasheet_peak
 from ..base import Backend
-from ..loop import EpochLoop
+from ...loop import EpochLoop
 from ...rundir import atomic_write, RunDirError, assign_weights
-from ..loop import prepare_fit
+from ...loop import prepare_fit
 from .pipeline import gather_dataset, train_dataset
 
 # %% auto #0

@@ -31,7 +31,7 @@ from ...devices.ops import compile_cache_dir
 from ...rundir import write_json, read_json
 from ...devices.xla import XlaDevice, check_precision, xla_model
 from ..base import Backend
-from ..loop import EpochLoop, History
+from ...loop import EpochLoop, History
 from ..pytorch import base as torch_base   # what the torch and xla backends share
 from ...devices.torch import TorchDevice, AdamW
 from ..pytorch.base import (TorchCoreBackend, HEADS, TaskModel, EncodedDataset, make_optimizer,

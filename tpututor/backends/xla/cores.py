@@ -16,7 +16,7 @@ from ...devices.compiles import CompileWatcher
 from ...devices.ops import use_compile_cache, compile_cache_dir
 from ...rundir import write_json, read_json
 from ...devices.xla import XlaDevice, check_precision, xla_model
-from ..loop import EpochLoop, History
+from ...loop import EpochLoop, History
 from ..pytorch.base import (EncodedDataset, make_optimizer, save_weights, train_epoch, step_losses,
                                             as_is)
 from . import build_model
