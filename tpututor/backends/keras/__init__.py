@@ -4,7 +4,8 @@ The folder `tpututor/backends/keras/` is everything the `keras` backend is:
 
 - `__init__.py` (this page): `KerasBackend`, what the k-fold run and the CLI train with, its refusals and options;
 - `steps.py`: static-shape batches, prediction on every device, the data-parallel fit, weights saved and loaded;
-- `network.py`: the KerasHub backbone, the task heads and losses it declares (`HEADS`), the optimizer;
+- `network.py`: the KerasHub backbone, the task heads and losses it declares (`HEADS`);
+- `optimizer.py`: AdamW on the warm-up and decay schedule, restarted for a new fold without a new compile;
 - `convert.py`: the Hugging Face converters KerasHub lacks (DeBERTa-v3, ELECTRA, ...), in KerasHub's shape;
 - `llm.py`: decoder LLMs as classifiers, LoRA, the data x model mesh;
 - `packed.py`: several texts to a row, one output a text;
@@ -30,8 +31,8 @@ from ...config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_
 from ...encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
 from .llm import lora_layers, mesh_distribution, backbone_of
 from .network import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss,
-                                   hf_config, make_optimizer, restart_optimizer, optimizer_state, SCORERS, check_pack,
-                                   packed_task_loss)
+                                   hf_config, SCORERS, check_pack, packed_task_loss)
+from .optimizer import make_optimizer, restart_optimizer, optimizer_state
 from .packed import packed_batches, packed_predictions
 from .state import fit_resumable
 from ...packing import pack_shape, packing_summary

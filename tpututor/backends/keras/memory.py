@@ -10,7 +10,8 @@ from ...devices.jax import on_jax, distributed, describe_keras, jax_kind
 from ...config import TrainConfig
 from ...models.checkpoint import checkpoint
 from .llm import mesh_distribution
-from .network import build_model, backbone_class, make_optimizer, per_example_loss
+from .network import build_model, backbone_class, per_example_loss
+from .optimizer import make_optimizer
 
 # %% auto #0
 __all__ = ['refuse_if_too_big', 'xla_memory', 'xla_step_memory']

@@ -1,4 +1,4 @@
-"""The Keras 3 model a `TrainConfig` asks for: a converted KerasHub backbone, the task's head, loss and AdamW
+"""The Keras 3 model a `TrainConfig` asks for: a converted KerasHub backbone, the task's head and its loss
 
 Docs: https://tpututor.github.io/tpututor/backends/keras/network.html.md"""
 
@@ -8,9 +8,8 @@ Docs: https://tpututor.github.io/tpututor/backends/keras/network.html.md"""
 from __future__ import annotations
 import contextlib, weakref
 from pathlib import Path
-import numpy as np
 from ...tasks import Head, declare_heads
-from ...devices.jax import import_keras, keep_tf_out, to_numpy, init_in_one_program
+from ...devices.jax import import_keras, keep_tf_out, init_in_one_program
 from ...config import TrainConfig, head_of
 from ...models.hub import resolve_model, has_weights
 from .packed import packable, packed_layers, PACKED_FIELDS
@@ -21,7 +20,7 @@ from .convert import converter_for
 # %% auto #0
 __all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
            'sequence_output', 'input_fields', 'check_pack', 'build_model', 'scorer', 'hf_config', 'per_example_loss',
-           'packed_task_loss', 'lr_schedule', 'make_optimizer', 'restart_optimizer', 'optimizer_state']
+           'packed_task_loss']
 
 # %% ../../../nbs/backends/keras/01_network.ipynb #38692765
 # TrainConfig.precision -> Keras dtype policy
@@ -253,76 +252,3 @@ def packed_task_loss(cfg:TrainConfig): # a `keras.losses.Loss` of (rows, most) t
     class PackedLoss(keras.losses.Loss):
         def call(self, y_true, y_pred): return fn(y_true, y_pred)
     return PackedLoss(reduction='mean_with_sample_weight', name='packed_loss')
-
-# %% ../../../nbs/backends/keras/01_network.ipynb #ae2fa11c
-def lr_schedule(
-    peak:float,        # peak learning rate
-    total:int,         # optimizer steps of the run
-    warmup:float=0.1,  # fraction of steps warming up
-):                     # a `keras.optimizers.schedules.LearningRateSchedule`
-    """`lr_at` as a Keras 3 schedule: linear warm-up to `peak`, then linear decay to 0; after `bind`, the step counts
-    are optimizer state"""
-    keras = import_keras(); ops = keras.ops
-    counts = lambda t: (float(t), float(int(t * warmup)))   # (total, warm-up) steps, as `lr_at` counts them
-    class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
-        steps = None   # [total, warm-up] as variables of the optimizer, once bound
-        def bind(self, optimizer):
-            """Keep the step counts in variables of `optimizer`: inputs of the compiled train step, not constants
-            baked into it"""
-            self.steps = [
-                optimizer.add_variable((), initializer=keras.initializers.Constant(v), dtype='float32', name=n)
-                          for n, v in zip(('schedule_total', 'schedule_warmup'), counts(total))]
-        def restart(self, new_total:int):
-            "The schedule of a run of `new_total` steps, without a new compile"
-            for v, c in zip(self.steps, counts(new_total)): v.assign(np.float32(c))
-        def __call__(self, step):
-            s = ops.cast(step, 'float32')
-            t, w = self.steps or counts(total)
-            return ops.where(s < w, peak * (s + 1.0) / ops.maximum(w, 1.0),
-                             peak * ops.maximum(0.0, (t - s) / ops.maximum(1.0, t - w)))
-        def get_config(self): return dict(peak=peak, total=total, warmup=warmup)
-    return WarmupLinear()
-
-# %% ../../../nbs/backends/keras/01_network.ipynb #98b4754d
-def make_optimizer(
-    cfg:TrainConfig,   # lr, scale_lr, warmup, weight_decay, grad_clip, grad_accum
-    total:int,         # optimizer steps of the run
-    replicas:int,      # devices training in sync (for `scale_lr`)
-    variables=None,    # the weights it trains: built for them here (default: built at its first step)
-):                     # a `keras.optimizers.AdamW`
-    """AdamW on the shared schedule (step counts as optimizer state), no weight decay on biases and LayerNorm,
-    gradients accumulated over `grad_accum` batches. Its state's first values (the step counts, and AdamW's moments
-    when `variables` are given) come from one compiled program"""
-    keras = import_keras()
-    lr = cfg.lr * replicas if cfg.scale_lr else cfg.lr
-    opt = keras.optimizers.AdamW(learning_rate=lr_schedule(lr, total, cfg.warmup),
-                                 weight_decay=cfg.weight_decay, epsilon=1e-6,
-                                 global_clipnorm=cfg.grad_clip or None,
-                                 gradient_accumulation_steps=cfg.grad_accum if cfg.grad_accum > 1 else None)
-    opt.exclude_from_weight_decay(var_names=['bias', 'layer_norm', 'layernorm', 'LayerNorm'])
-    # the schedule object (`learning_rate` reads its current value)
-    opt.learning_rate_schedule = opt._learning_rate   # noqa
-    with init_in_one_program():   # zeros of each weight's shape: one program, not an eager op per shape
-        opt.learning_rate_schedule.bind(opt)
-        if variables is not None: opt.build(variables)
-    return opt
-
-# %% ../../../nbs/backends/keras/01_network.ipynb #6dfe6b38
-def restart_optimizer(
-    opt,         # an optimizer from `make_optimizer`, built
-    init:list,   # its variables' values when built (`optimizer_state`)
-    total:int,   # optimizer steps of the new run
-):
-    """Put `opt` back to its state before any step, on the schedule of `total` steps: a new fold on the same compiled
-    train step"""
-    for v, a in zip(opt.variables, init): v.assign(np.zeros(v.shape, v.dtype) if a is None else a)
-    getattr(opt, 'inner_optimizer', opt).learning_rate_schedule.restart(total)   # fp16: inside the loss-scale wrapper
-
-# %% ../../../nbs/backends/keras/01_network.ipynb #4db0dd78
-def optimizer_state(opt)->list: # per variable: a numpy copy, or None for all zeros (most of AdamW's state)
-    "The values of `opt`'s variables, kept on the host to restart it"
-    out = []
-    for v in opt.variables:
-        a = to_numpy(v.value)
-        out.append(None if not np.any(a) else np.array(a))
-    return out

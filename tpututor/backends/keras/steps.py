@@ -7,7 +7,6 @@ Docs: https://tpututor.github.io/tpututor/backends/keras/steps.html.md"""
 # %% ../../../nbs/backends/keras/00a_steps.ipynb #a550ee31
 from __future__ import annotations
 import time, weakref
-from pathlib import Path
 import numpy as np
 from ...devices.jax import (import_keras, local_rows, main_process, JaxDevice, on_jax, n_devices, n_replicas,
                                   describe_keras, jax_kind, to_numpy)
@@ -16,14 +15,14 @@ from ...config import (row_flops, TrainConfig, Inputs, FIELDS, check_inputs, fea
 from ...encoding import bucket_batches, prediction_batches
 from .llm import lora_layers, backbone_of
 from .network import (build_model, input_fields, scorer, per_example_loss, hf_config,
-                                             make_optimizer, restart_optimizer, optimizer_state, packed_task_loss)
+                                             packed_task_loss)
+from .optimizer import make_optimizer, restart_optimizer, optimizer_state
 from .packed import packed_batches, packed_predictions
 from .state import fit_resumable
 from ...packing import pack_shape, packing_summary
 from .memory import refuse_if_too_big
 from ...flops import Throughput, model_dims, train_flops
 from ...loop import EpochLoop, prepare_fit
-from ...rundir import atomic_write, assign_weights
 
 # %% auto #0
 __all__ = ['train_batches', 'spare_config', 'predict', 'epoch_callback', 'fit_model']

@@ -32,8 +32,8 @@ from ...packing import pack, pack_shape
 from .packed import packing_style, packed_hidden, segment_pool, check_packing
 from .state import keeper, resumed
 from .model import (HEADS, TaskModel, mean_pool, task_loss, static_masks,
-                                             build_model, param_groups, make_optimizer, predict, evaluate,
-                                             save_weights, load_weights)
+                                             build_model, param_groups, make_optimizer)
+from .predict import predict, evaluate, save_weights, load_weights
 from .batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
                                                predict_batches, PackedData)
 

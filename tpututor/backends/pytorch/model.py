@@ -1,4 +1,4 @@
-"""The torch core's model: an encoder and its task's head, AdamW's groups, prediction, weights
+"""The torch core's model: an encoder and its task's head, the task's loss, AdamW's groups
 
 Docs: https://tpututor.github.io/tpututor/backends/pytorch/model.html.md"""
 
@@ -6,26 +6,21 @@ Docs: https://tpututor.github.io/tpututor/backends/pytorch/model.html.md"""
 
 # %% ../../../nbs/backends/pytorch/00a_model.ipynb #b63781ad
 from __future__ import annotations
-import inspect, json, time
-from pathlib import Path
-import numpy as np
+import inspect, time
 import torch
 from torch import nn
 import torch.nn.functional as F
-from ...config import TrainConfig, Inputs, FIELDS, check_targets, check_inputs, width, lr_at, head_of
+from ...config import TrainConfig, FIELDS, width, lr_at, head_of
 from ...tasks import Task, Head, declare_heads
-from ...encoding import Encoded
 from ...models.hub import has_weights
 from ...models.checkpoint import checkpoint
-from ...rundir import atomic_write
 from ...devices.torch import TorchDevice, device_adapter
-from ...packing import pack, pack_shape
+from ...packing import pack_shape
 from .packed import packing_style, packed_hidden, segment_pool
-from .batches import EncodedDataset, train_loader, predict_batches, PackedData
+from .batches import train_loader
 
 # %% auto #0
-__all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer',
-           'predict', 'evaluate', 'save_weights', 'load_weights']
+__all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer']
 
 # %% ../../../nbs/backends/pytorch/00a_model.ipynb #08a80057
 def mean_pool(hidden, mask): # (batch, hidden)
@@ -183,98 +178,3 @@ def param_groups(
 def make_optimizer(model:nn.Module, cfg:TrainConfig, adapter:TorchDevice|None=None)->torch.optim.Optimizer:
     "The adapter's AdamW over `model`, with `cfg.weight_decay` on the weight matrices only"
     return (adapter or device_adapter(model)).optimizer(param_groups(model, cfg.weight_decay), cfg.lr)
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #8c46d5fc
-def _packed_outputs(model:TaskModel, cfg:TrainConfig, data:Encoded, adapter:TorchDevice)->np.ndarray:
-    """`_outputs` of a packed model: every text packed longest first into steps of the run's shape (the last filled
-    with empty rows), one output per text, in input order"""
-    rows, most = model.pack_shape
-    p = pack(data, most)
-    n = max(1, rows * cfg.predict_batch_size // cfg.batch_size) * adapter.replicas() // adapter.split
-    ds, outs, was_training, fwd = PackedData(data, None, model.pack_shape), [], model.training, adapter.forward(model)
-    model.eval()
-    with torch.no_grad():
-        for i in range(0, len(p), n):
-            part = p[i:i + n].pad_to(n)   # the last step filled with empty rows
-            b = ds.batch(part, np.arange(n)); del b['weights']
-            with adapter.autocast(cfg.precision): o = fwd(adapter.place(b, share=False)).float()
-            adapter.replicate([o]); adapter.step_end(); outs.append((part.texts.reshape(-1), o))
-    res = None
-    for who, o in outs:
-        o = o.cpu().numpy()
-        if res is None: res = np.zeros((len(data), o.shape[1]), np.float32)
-        res[who[who >= 0]] = o[who >= 0]
-    model.train(was_training)
-    return res
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #fc8d9e93
-def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs,
-             adapter:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
-    "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
-    adapter = adapter or device_adapter(model)
-    adapter.flush()   # pending work of the caller runs on its own, not inside the first batch's graph
-    if model.pack_shape: return _packed_outputs(model, cfg, data, adapter)
-    ds = EncodedDataset(data, None, model.buckets)
-    outs, was_training, fwd = [], model.training, adapter.forward(model)
-    model.eval()
-    with torch.no_grad():
-        for idx, n in predict_batches(ds, cfg.predict_batch_size * adapter.replicas() // adapter.split):
-            with adapter.autocast(cfg.precision): o = fwd(adapter.place(ds.__getitems__(idx), share=False)).float()
-            adapter.replicate([o]); adapter.step_end(); outs.append((idx[:n], o))
-    res = None
-    for idx, o in outs:
-        o = o.cpu().numpy()[:len(idx)]
-        if res is None: res = np.zeros((len(ds), o.shape[1]), np.float32)
-        res[idx] = o
-    model.train(was_training)
-    return res
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #132ff057
-def predict(
-    cfg:TrainConfig,  # uses task, precision, batch sizes
-    model:TaskModel,  # a trained model, on its device
-    data:Inputs,      # rows to predict (ranking: single texts, or (more, less) pairs)
-    adapter:TorchDevice|None=None, # its device adapter (default: `device_adapter(model)`)
-)->np.ndarray:        # predictions after the task's activation, float32, one row per input row in input order
-    "Predictions of `model` for every row of `data`"
-    check_inputs(cfg, data, 'predict')
-    return cfg.spec.activate(_outputs(model, cfg, data, adapter))
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #0492d12c
-def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None,
-             adapter:TorchDevice|None=None)->float: # the mean loss
-    "The task's loss of the predictions of `model` on `data` (targets `y`): every backend's validation loss"
-    y = check_targets(cfg, y, check_inputs(cfg, data, 'validation'))
-    return cfg.spec.loss_np(y, predict(cfg, model, data, adapter), cfg.margin)
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #acbe75c4
-def save_weights(model:TaskModel, path)->Path:
-    "Write the model's weights (moved to the CPU) to a safetensors file, atomically"
-    from safetensors.torch import save_file
-    device_adapter(model).flush()
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    meta = {'buckets': json.dumps(model.buckets), 'task': model.task, 'pack_shape': json.dumps(model.pack_shape)}
-    return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
-
-# %% ../../../nbs/backends/pytorch/00a_model.ipynb #53d1c304
-def load_weights(model:TaskModel, path)->TaskModel:
-    "Load weights written by `save_weights` into `model` (no pickle involved)"
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
-    with safe_open(str(path), 'pt') as f: meta = f.metadata() or {}
-    if meta.get('task', model.task) != model.task:
-        raise ValueError(f"{path} holds a {meta['task']!r} model, but the config asks for {model.task!r}")
-    state = load_file(str(path))
-    missing, extra = sorted(set(model.state_dict()) - set(state)), sorted(set(state) - set(model.state_dict()))
-    if missing or extra:
-        raise ValueError(f"{path} does not fit this model: missing {missing[:3]}, unexpected {extra[:3]}. "
-                         "Was it saved from a different cfg.model?")
-    model.load_state_dict(state)
-    model.buckets = json.loads(meta['buckets']) if meta.get('buckets') else None
-    model.pack_shape = json.loads(meta['pack_shape']) if meta.get('pack_shape') else None
-    if model.pack_shape and model.packing is None:
-        raise ValueError(f"{path} holds a packed model: build it with pack=True (the run's config), so that its "
-                         "encoder is checked for packed rows")
-    return model
