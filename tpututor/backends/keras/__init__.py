@@ -32,7 +32,6 @@ from ...encoding import choose_buckets, assign_buckets, bucket_batches, predicti
 from .llm import lora_layers, mesh_distribution, backbone_of
 from .network import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss,
                                    hf_config, SCORERS, check_pack, packed_task_loss)
-from .optimizer import make_optimizer, restart_optimizer, optimizer_state
 from .packed import packed_batches, packed_predictions
 from .state import fit_resumable
 from ...packing import pack_shape, packing_summary

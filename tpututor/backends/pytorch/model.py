@@ -17,7 +17,6 @@ from ...models.checkpoint import checkpoint
 from ...devices.torch import TorchDevice, device_adapter
 from ...packing import pack_shape
 from .packed import packing_style, packed_hidden, segment_pool
-from .batches import train_loader
 
 # %% auto #0
 __all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer']
