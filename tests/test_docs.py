@@ -91,7 +91,10 @@ class Browser:
         target = json.load(urllib.request.urlopen(req, timeout=10))
         self.ws = websocket.create_connection(target['webSocketDebuggerUrl'], timeout=60, suppress_origin=True)
         self.n, self.events = 0, []
-        for domain in ('Page', 'Runtime', 'Network', 'Log'): self.send(f'{domain}.enable')
+        for domain in ('Page', 'Runtime', 'Network', 'Log', 'Animation'): self.send(f'{domain}.enable')
+        # CSS transitions (the theme's, started by each new window size) run 1000 times faster: a check that waits for
+        # their end waits about 1 ms, not their 250 ms; what they end in is the same (0.37 -> 0.16 s a check, 99 pages)
+        self.send('Animation.setPlaybackRate', playbackRate=1000)
 
     def _recv(self):
         msg = json.loads(self.ws.recv())
@@ -397,7 +400,7 @@ def check_page(browser, server, i, p, api, bad, lesson=False, shows=None):
     JavaScript expression `shows` on the page at 1280 px (None without one)"""
     shown = None
     sizes = (WIDE, PHONE) if i % 2 == 0 else (PHONE, WIDE)   # laid out once per size: the next page opens in the size this one ended in
-    problems = browser.problems(browser.open(server + p, settle=0.3))   # a page's requests end with its load event (the latest seen: 0.02 s after)
+    problems = browser.problems(browser.open(server + p, settle=0.1))   # a page's requests end with its load event (the latest of 99 pages: 0.015 s after)
     title = browser.js('document.querySelector("article h1") && document.querySelector("article h1").innerText')
     if not title: problems.append('no h1 title in the article')
     opens = expected_buttons(p)
