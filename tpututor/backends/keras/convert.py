@@ -12,7 +12,7 @@ from ...devices.jax import import_keras, keep_tf_out
 
 # %% auto #0
 __all__ = ['deberta_v3', 'electra', 'Converter', 'is_deberta_v3', 'deberta_v3_config', 'deberta_v3_weights',
-           'deberta_v3_tokenizer', 'electra_config', 'electra_weights', 'electra_tokenizer', 'converter_for']
+           'deberta_v3_tokenizer', 'electra_config', 'electra_weights', 'electra_tokenizer']
 
 # %% ../../../nbs/backends/keras/02_convert.ipynb #e430da15
 def _keras_hub():
@@ -234,34 +234,3 @@ def electra_tokenizer(
     return cls(vocabulary=get_file(preset, "vocab.txt"), lowercase=lower, **kwargs)
 
 electra = Converter('ElectraBackbone', electra_config, electra_weights, electra_tokenizer)
-
-# %% ../../../nbs/backends/keras/02_convert.ipynb #7e712f16
-def _fold_token_types(conv):
-    """KerasHub's RoBERTa converter plus what its XLM-RoBERTa converter does: the token-type row 0 added to every
-    position row"""
-    from types import SimpleNamespace
-    def convert_weights(backbone, loader, transformers_config):
-        conv.convert_weights(backbone, loader, transformers_config)
-        # zeros in roberta-base, learned after fine-tuning
-        t0 = loader.get_tensor('roberta.embeddings.token_type_embeddings.weight')[0]
-        v = backbone.embeddings.position_embedding.position_embeddings
-        v.assign(import_keras().ops.convert_to_numpy(v) + t0.astype(np.float32))
-    return SimpleNamespace(backbone_cls=conv.backbone_cls, convert_backbone_config=conv.convert_backbone_config,
-                           convert_weights=convert_weights, convert_tokenizer=conv.convert_tokenizer)
-
-# %% ../../../nbs/backends/keras/02_convert.ipynb #f96f3011
-def converter_for(
-    config:dict, # a transformers config.json as a dict
-# KerasHub's converter module or ours (`backbone_cls`, `convert_backbone_config`, `convert_weights`,
-# `convert_tokenizer`), or None
-):
-    """KerasHub's own converter for `config['model_type']` when it has one, else ours (DeBERTa-v3, ELECTRA); None
-    when neither"""
-    import_keras()
-    with keep_tf_out(): from keras_hub.src.utils.transformers.preset_loader import TransformersPresetLoader
-    try: conv = TransformersPresetLoader(None, config).converter
-    except ValueError: conv = None   # KerasHub has no converter for this model type
-    if conv is not None: return _fold_token_types(conv) if config.get('model_type') == 'roberta' else conv
-    if config.get('model_type') == 'electra': return electra
-    if is_deberta_v3(config): return deberta_v3
-    return None

@@ -7,6 +7,7 @@ Docs: https://tpututor.github.io/tpututor/backends/keras/network.html.md"""
 # %% ../../../nbs/backends/keras/01_network.ipynb #d569b76e
 from __future__ import annotations
 import contextlib, weakref
+import numpy as np
 from pathlib import Path
 from ...tasks import Head, declare_heads
 from ...devices.jax import import_keras, keep_tf_out, init_in_one_program
@@ -15,10 +16,10 @@ from ...models.hub import resolve_model, has_weights
 from .packed import packable, packed_layers, PACKED_FIELDS
 from .llm import is_decoder, add_lora, backbone_of
 from ...models.checkpoint import Checkpoint, checkpoint, keras_preset_name
-from .convert import converter_for
+from .convert import electra, deberta_v3, is_deberta_v3
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'hf_loader', 'load_backbone', 'backbone_class', 'network_layers',
+__all__ = ['KERAS_INPUTS', 'HEADS', 'SCORERS', 'hf_loader', 'converter_for', 'load_backbone', 'backbone_class', 'network_layers',
            'sequence_output', 'input_fields', 'check_pack', 'build_model', 'scorer', 'hf_config', 'per_example_loss',
            'packed_task_loss']
 
@@ -65,6 +66,37 @@ def hf_loader(
                 except Exception: self.skipped += (hf_weight_key,); return
             return super().port_weight(keras_variable, hf_weight_key, hook_fn)
     return HfLoader(preset)
+
+# %% ../../../nbs/backends/keras/01_network.ipynb #7e712f16
+def _fold_token_types(conv):
+    """KerasHub's RoBERTa converter plus what its XLM-RoBERTa converter does: the token-type row 0 added to every
+    position row"""
+    from types import SimpleNamespace
+    def convert_weights(backbone, loader, transformers_config):
+        conv.convert_weights(backbone, loader, transformers_config)
+        # zeros in roberta-base, learned after fine-tuning
+        t0 = loader.get_tensor('roberta.embeddings.token_type_embeddings.weight')[0]
+        v = backbone.embeddings.position_embedding.position_embeddings
+        v.assign(import_keras().ops.convert_to_numpy(v) + t0.astype(np.float32))
+    return SimpleNamespace(backbone_cls=conv.backbone_cls, convert_backbone_config=conv.convert_backbone_config,
+                           convert_weights=convert_weights, convert_tokenizer=conv.convert_tokenizer)
+
+# %% ../../../nbs/backends/keras/01_network.ipynb #f96f3011
+def converter_for(
+    config:dict, # a transformers config.json as a dict
+# KerasHub's converter module or ours (`backbone_cls`, `convert_backbone_config`, `convert_weights`,
+# `convert_tokenizer`), or None
+):
+    """KerasHub's own converter for `config['model_type']` when it has one, else ours (DeBERTa-v3, ELECTRA); None
+    when neither"""
+    import_keras()
+    with keep_tf_out(): from keras_hub.src.utils.transformers.preset_loader import TransformersPresetLoader
+    try: conv = TransformersPresetLoader(None, config).converter
+    except ValueError: conv = None   # KerasHub has no converter for this model type
+    if conv is not None: return _fold_token_types(conv) if config.get('model_type') == 'roberta' else conv
+    if config.get('model_type') == 'electra': return electra
+    if is_deberta_v3(config): return deberta_v3
+    return None
 
 # %% ../../../nbs/backends/keras/01_network.ipynb #21afa656
 _HF_CONFIGS = weakref.WeakKeyDictionary()   # backbone -> the Hugging Face config it was converted from (for the meter)
