@@ -113,6 +113,8 @@ def check_packing(
 )->tuple: # `packing_style`'s answer for the architecture
     """Refuse a packed run before any work when its model's architecture cannot take packed rows: the encoder built from
     its config.json (no weights), asked as `build_model` asks it"""
+    import os
+    os.environ.setdefault('USE_TF', '0')   # as the torch device does: transformers' torch models import TensorFlow
     import transformers
     from transformers import AutoModel
     from tpututor.models.checkpoint import checkpoint
