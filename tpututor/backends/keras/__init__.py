@@ -40,7 +40,8 @@ from ...flops import Throughput, model_dims, train_flops
 from ..base import Backend
 from ...loop import EpochLoop, prepare_fit
 from ...rundir import atomic_write, assign_weights
-from .steps import train_batches, predict, fit_model, spare_config
+from .batches import train_batches
+from .steps import predict, fit_model, spare_config
 from fastcore.basics import patch
 
 # %% auto #0

@@ -1,4 +1,4 @@
-"""The keras backend's steps: static-shape batches, prediction on every device, a data-parallel fit, its weights
+"""The keras backend's steps: prediction on every device, a data-parallel fit on static-shape batches, its weights
 
 Docs: https://tpututor.github.io/tpututor/backends/keras/steps.html.md"""
 
@@ -10,9 +10,10 @@ import time, weakref
 import numpy as np
 from ...devices.jax import (import_keras, local_rows, main_process, JaxDevice, on_jax, n_devices, n_replicas,
                                   describe_keras, jax_kind, to_numpy)
-from ...config import (row_flops, TrainConfig, Inputs, FIELDS, check_inputs, features, row_lengths, width,
+from ...config import (row_flops, TrainConfig, Inputs, check_inputs, features, row_lengths, width,
                              length_plan, steps_per_call)
-from ...encoding import bucket_batches, prediction_batches
+from ...encoding import prediction_batches
+from .batches import train_batches, take_rows
 from .llm import lora_layers, backbone_of
 from .network import (build_model, input_fields, scorer, per_example_loss, hf_config,
                                              packed_task_loss)
@@ -25,45 +26,7 @@ from ...flops import Throughput, model_dims, train_flops
 from ...loop import EpochLoop, prepare_fit
 
 # %% auto #0
-__all__ = ['train_batches', 'spare_config', 'predict', 'epoch_callback', 'fit_model']
-
-# %% ../../../nbs/backends/keras/00a_steps.ipynb #ef4e0d81
-def _keras_batch(x:dict, idx, L:int|None, rows:slice)->dict:
-    "Rows `idx` of the token arrays, cut to length `L`, this process's part only"
-    i = np.asarray(idx)[rows]
-    return {k: (v[i] if L is None else v[i, :L]) for k, v in x.items()}
-
-# %% ../../../nbs/backends/keras/00a_steps.ipynb #e4da8874
-def train_batches(
-    cfg:TrainConfig,   # buckets, epochs, seed
-    data:Inputs,       # `Encoded`, or a pair of them
-    y:np.ndarray,      # targets, one row per input row
-    batch:int,         # global batch size
-    fields=FIELDS,     # the arrays the model takes
-    epochs:int|None=None, # epochs to plan (default: cfg.epochs)
-# (a generator of (features, targets) for all epochs, steps per epoch, padded length of each step)
-)->tuple:
-    "Shuffled static-shape training batches (this process's rows of each); one bucket per batch when `cfg.buckets` > 0"
-    x, n = features(data, fields), len(y)
-    if n < batch: raise ValueError(f"{n} training rows are fewer than one global batch of {batch} "
-                                   f"(batch_size x devices): lower batch_size or use more rows")
-    lengths, w = row_lengths(data), width(data)
-    buckets = length_plan(cfg, data)
-    plan = []
-    for e in range(epochs or cfg.epochs):
-        if len(buckets) > 1 or cfg.buckets:
-            plan.append(bucket_batches(lengths, buckets, batch, shuffle=True, seed=cfg.seed + e, drop_last=True))
-        else:
-            order = np.random.default_rng(cfg.seed + e).permutation(n)
-            plan.append([(w, order[i:i + batch]) for i in range(0, n - batch + 1, batch)])
-    if not plan[0]:
-        raise ValueError(
-            f"no length bucket has a full global batch of {batch} rows: use fewer buckets or a smaller batch_size")
-    rows = local_rows(batch) if on_jax() else slice(None)
-    def gen():
-        for ep in plan:
-            for L, idx in ep: yield _keras_batch(x, idx, None if L == w else L, rows), y[np.asarray(idx)[rows]]
-    return gen(), len(plan[0]), [L for L, _ in plan[0]]
+__all__ = ['spare_config', 'predict', 'epoch_callback', 'fit_model']
 
 # %% ../../../nbs/backends/keras/00a_steps.ipynb #222ae032
 def _compiles()->int: return JaxDevice().count_compiles() if on_jax() else 0   # only JAX reports its compiles
@@ -132,7 +95,7 @@ def _predict_arrays(model, data:Inputs, batch:int, cfg:TrainConfig)->np.ndarray:
     plan = prediction_batches(lengths, batch, length_plan(cfg, data))
     x, run = features(data, input_fields(backbone_of(model))), _runner(model)
     rows = local_rows(batch) if on_jax() else slice(None)
-    outs = [run(_keras_batch(x, idx, None if L == w else L, rows))[:k] for L, idx, k in plan]
+    outs = [run(take_rows(x, idx, None if L == w else L, rows))[:k] for L, idx, k in plan]
     order = np.concatenate([idx[:k] for _, idx, k in plan])
     res = np.empty((len(lengths),) + outs[0].shape[1:], np.float32)
     res[order] = np.concatenate(outs)
