@@ -22,7 +22,7 @@ def main(n_train=1600, n_test=800, max_len=64, buckets=4, batch=32, epochs=2):
     from tpututor.config import TrainConfig
     from tpututor.data import rotten_tomatoes
     from tpututor.devices.ops import host_name
-    from tpututor.folds import score
+    from tpututor.splits import score
     from tpututor.encoding import encode
     from tpututor.backends.xla import XlaBackend
 

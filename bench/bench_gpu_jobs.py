@@ -45,7 +45,7 @@ HOW = 'python bench/bench_gpu_jobs.py run OUT (on the GPU); python bench/bench_g
 def _data():
     "Training rows, held-out rows and each training row's fold: the same for every contender"
     from tpututor.data import rotten_tomatoes
-    from tpututor.folds import make_folds
+    from tpututor.splits import make_folds
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
     tr, te = rt.iloc[:ROWS], rt.iloc[ROWS:ROWS + HELD_OUT]
     return tr, te, make_folds(len(tr), FOLDS, tr.label.values, seed=SCHEDULE['seed'])
@@ -130,7 +130,7 @@ def one(name)->dict:
     import numpy as np
     os.environ.setdefault('USE_TF', '0'); os.environ.setdefault('USE_TORCH_XLA', '0')
     import torch, transformers   # noqa: F401 (imports are not the job's time)
-    from tpututor.folds import score
+    from tpututor.splits import score
     path, (tr, te, fold) = _model(), _data()
     t0 = time.perf_counter()
     r = (_trainer if name.startswith('trainer') else _ours)(name, path, tr, te, fold)

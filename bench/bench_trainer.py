@@ -77,7 +77,7 @@ def model_path()->str:
 def data():
     "Training rows, held-out rows, and each training row's fold: the same for every contender"
     from tpututor.data import rotten_tomatoes
-    from tpututor.folds import make_folds
+    from tpututor.splits import make_folds
     rt = rotten_tomatoes().sample(frac=1, random_state=0).reset_index(drop=True)
     tr, te = rt.iloc[:N_TRAIN], rt.iloc[N_TRAIN:N_TRAIN + N_TEST]
     return tr, te, make_folds(len(tr), FOLDS, tr.label.values, seed=SCHEDULE['seed'])
@@ -184,7 +184,7 @@ def _ours(name, epochs, path, tr, te, fold):
 def run(name, epochs)->dict:
     "One k-fold run of contender `name` with `epochs` epochs in this process (its framework started): the clock and the scores"
     import numpy as np
-    from tpututor.folds import score
+    from tpututor.splits import score
     tr, te, fold = data()
     path = model_path()
     t0 = time.perf_counter()

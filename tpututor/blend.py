@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .tasks import get_task
-from .folds import score, MAIN_METRIC
+from .splits import score, MAIN_METRIC
 from .predict import predictions_table, submission
 from .rundir import read_json, load_array, save_array, write_json, write_csv
 

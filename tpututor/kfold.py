@@ -20,7 +20,7 @@ from .rundir import (RunDirError, atomic_write, write_json, read_json, save_arra
                              open_run, log, fold_done, save_fold, load_fold, FoldState)
 from .budget import (Budget, parse_duration, fmt_duration, budget_start, plan_estimate, decide, TRAIN, REFUSE,
                              SESSION_START)
-from .folds import make_folds, text_keys, check_leaks, leak_score, score, MAIN_METRIC
+from .splits import make_folds, text_keys, check_leaks, leak_score, score, MAIN_METRIC
 from .models.checkpoint import checkpoint_hash
 
 # %% auto #0

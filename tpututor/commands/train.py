@@ -17,7 +17,7 @@ from ..backends.registry import backend_names, backend_class, get_backend
 from ..backends.base import pick_backend
 from ..rundir import write_csv, write_json
 from ..kfold import run_kfold, COMPILE_KEYS
-from ..folds import score, make_folds, FOLD_KINDS, MAIN_METRIC, text_keys
+from ..splits import score, make_folds, FOLD_KINDS, MAIN_METRIC, text_keys
 from ..predict import submission, predictions_table
 from ..encoding import encode
 from ..flops import mfu_text
