@@ -1,4 +1,4 @@
-"""Every epoch's training batches planned up front: a shuffle per epoch from the seed, full global batches of one length, this process's rows of each
+"""Every epoch's batches planned up front: shuffled from the seed, full global batches of one length each
 
 Docs: https://tpututor.github.io/tpututor/backends/keras/batches.html.md"""
 
