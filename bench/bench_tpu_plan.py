@@ -2,7 +2,7 @@
 
 Each row builds the keras backend's training step from a checkpoint's config alone (the fields of its config.json on the
 hub, written out below: nothing is downloaded, no weight is made) and has libtpu compile it for TPU v5e-8 or v6e-8 on
-this CPU (`tpututor.backends.keras.tpu.compile_run`). Beside the compiler's total per device stands `tpututor.plan`'s
+this CPU (`tpututor.backends.keras.tpu.compile_run`). Beside the compiler's total per device stands `tpututor.memory_plan`'s
 estimate (`memory_plan`), which `tpututor plan` prints without compiling; the goal is that it stays within 25% of the
 compiler on every row, and that the largest batch the estimate names compiles and fits. Nothing here ran on a TPU:
 every figure is what libtpu compiled for the chip.
@@ -168,7 +168,7 @@ def compiled(rows:list, fresh:bool=False)->dict:
 
 def estimate(row:dict, batch:int|None=None, length:int|None=None)->dict:
     "`memory_plan` of `row` (at another batch or length), on its slice's mesh"
-    from tpututor.plan import memory_plan, slice_devices
+    from tpututor.memory_plan import memory_plan, slice_devices
     from transformers import AutoConfig
     c = dict(CONFIGS[row['model']]); mt = c.pop('model_type')
     return memory_plan(AutoConfig.for_model(mt, **c).to_dict(), length or row['length'], batch or row['batch'],
@@ -176,7 +176,7 @@ def estimate(row:dict, batch:int|None=None, length:int|None=None)->dict:
 
 def main(fresh=False):
     track_imports()
-    from tpututor.plan import largest_batch, hbm_bytes
+    from tpututor.memory_plan import largest_batch, hbm_bytes
     rows = SMOKE_ROWS if SMOKE else GRID
     largest = [] if SMOKE else [dict(r, batch=largest_batch(estimate(r), hbm_bytes(r['accelerator'])),
                                      largest=True) for r in LARGEST]

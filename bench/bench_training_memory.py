@@ -6,7 +6,7 @@ for chips that are not here.
 The step is the lesson's (`tpututor.lessons.memory`): a BERT-like classifier of 2 layers at BERT-base's width (768,
 feed-forward 3072, 12 heads, WordPiece's 30,522 tokens), 128 tokens a row, AdamW, data parallel over every chip. Each
 setting is compiled at two batches; what the temporaries gain per row is the activations, what is left of them at no
-rows is fixed (the gradients, mostly). Beside each stands `tpututor.plan.memory_plan`'s estimate (compiler 'tpu') for
+rows is fixed (the gradients, mostly). Beside each stands `tpututor.memory_plan.memory_plan`'s estimate (compiler 'tpu') for
 the same sizes, and the FLOPs of a step (`cost_analysis`).
 
     ./run.sh bench training_memory                recorded
@@ -38,7 +38,7 @@ def measure(name, precision, remat, donate, accelerator)->dict:
     "One setting compiled at both batches: the compiler's split, its line in the batch, FLOPs, the estimate"
     import numpy as np
     from tpututor.lessons.memory import bert_shapes, compile_step, memory_split
-    from tpututor.plan import memory_plan
+    from tpututor.memory_plan import memory_plan
     from tpututor.devices.tpu import libtpu_version, tpu_devices
     shapes = bert_shapes(**DIMS)
     out = dict(setting=name, precision=precision, remat=remat, donate=donate, accelerator=accelerator,
@@ -74,7 +74,7 @@ def main():
             f"{DIMS['seq']} tokens a row, {n:,} weights, AdamW), data parallel, compiled by libtpu for each chip on "
             f"this CPU at {ROWS[0]} and {ROWS[1]} rows a chip; per chip; not run on a TPU.\n\n" +
             table(rows, list(rows[0])) +
-            "\n\nThe estimate is `tpututor.plan.memory_plan` (compiler 'tpu'), fitted on the keras backend's step.")
+            "\n\nThe estimate is `tpututor.memory_plan.memory_plan` (compiler 'tpu'), fitted on the keras backend's step.")
     goals = [dict(comparison=f"training memory: {x['setting']}, compiled total at {r} rows a chip",
                   measured=f"{x['by_rows'][r]['total'] / MB:.0f} MB", goal='recorded', met=None, run=x['setting'],
                   **{k: v for k, v in x.items() if k != 'setting'}) for x in runs]

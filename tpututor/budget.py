@@ -84,7 +84,7 @@ def plan_estimate(
     replicas:int=1,     # devices of the run (`Backend.replicas`)
 )->float|None:          # seconds at the least; None: no known TPU, or a model config the meter cannot read
     "A lower bound of a fold's time on a known TPU: its steps at the plan's roofline step time"
-    from tpututor.plan import accelerator_of, step_time
+    from tpututor.memory_plan import accelerator_of, step_time
     from tpututor.models.checkpoint import checkpoint
     acc = accelerator_of(device_kind.split(':', 1)[1]) if device_kind.startswith('TPU:') else None
     config = checkpoint(cfg.model).config if acc else None

@@ -128,7 +128,7 @@ def _compiled(args)->dict: # `tpu_plan`'s result
 def plan(args)->dict: # the plan, with `hbm` and `largest_batch`
     "Run `tpututor plan`: the memory per device of a training step, against the accelerator's HBM"
     from transformers import AutoConfig
-    from tpututor.plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits, slice_devices
+    from tpututor.memory_plan import memory_plan, hbm_bytes, largest_batch, step_time, check_fits, slice_devices
     from tpututor.models.checkpoint import checkpoint
     config = checkpoint(args.model).hf_config()
     p = memory_plan(config, args.max_len, args.batch_size, args.precision, args.lora, args.model_parallel,

@@ -22,9 +22,9 @@ def refuse_if_too_big(
     length:int,        # the longest padded length a step sees
 ):
     """On a TPU: refuse, before anything compiles, a run whose step will not fit in a device's HBM
-    (`tpututor.plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"""
+    (`tpututor.memory_plan.check_fits`); $TPUTUTOR_PLAN=off skips the check"""
     import os
-    from tpututor.plan import check_fits, accelerator_of
+    from tpututor.memory_plan import check_fits, accelerator_of
     acc = accelerator_of(jax_kind()) if on_jax() else None
     if acc is None or os.environ.get('TPUTUTOR_PLAN', '').lower() in ('off', '0', 'no'): return
     config = checkpoint(cfg.model).config
@@ -33,7 +33,7 @@ def refuse_if_too_big(
         check_fits(config, length, cfg.batch_size, acc,
                    'bf16' if cfg.precision == 'fp16' else cfg.precision, cfg.lora, cfg.model_parallel)
     except MemoryError as e:
-        raise MemoryError(f"{e} (from tpututor.plan's estimate, within 25% of the TPU compiler's figures: "
+        raise MemoryError(f"{e} (from tpututor.memory_plan's estimate, within 25% of the TPU compiler's figures: "
                           f"`tpututor plan --compile` asks the compiler; TPUTUTOR_PLAN=off tries anyway)") from None
 
 # %% ../../../nbs/backends/keras/04_memory.ipynb #a81e945f

@@ -14,7 +14,7 @@ from ...devices.jax import import_keras, distributed
 from ...devices.tpu import (tpu_mesh, libtpu_version, quiet_stderr, compiled_figures, refused, program_key,
                                   TPUCompileError)
 from ...models.checkpoint import checkpoint, config_only
-from ...plan import largest_batch_compiled, plan_figures
+from ...memory_plan import largest_batch_compiled, plan_figures
 from .network import build_model, per_example_loss, packed_task_loss, backbone_class
 from .optimizer import make_optimizer
 from .llm import mesh_distribution

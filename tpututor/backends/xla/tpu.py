@@ -12,7 +12,7 @@ from ...config import TrainConfig
 from ...devices.tpu import (tpu_devices, libtpu_version, quiet_stderr, compiled_figures, refused, program_key,
                                   TPUCompileError)
 from ...models.checkpoint import config_only
-from ...plan import largest_batch_compiled, plan_figures
+from ...memory_plan import largest_batch_compiled, plan_figures
 
 # %% auto #0
 __all__ = ['compile_stablehlo', 'compile_xla_run', 'xla_tpu_plan']
