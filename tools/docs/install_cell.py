@@ -24,7 +24,7 @@ REPO = 'https://github.com/tpututor/tpututor'
 # What every install cell installs: a commit of REPO (40 hex digits: pip has git fetch it and git checks its hash) or,
 # once tpututor is released on PyPI, a version there (X.Y.Z: a wheel only, `--only-binary :all:`, so no code of it runs
 # to install it, and PyPI never changes the files of a release). One line; `--pin` rewrites it and every notebook's copy.
-PIN = '009b04ac2bff80d1c4c0a005c9db5f9b81542cef'
+PIN = '782dc8553696ca8b0daf7f89da8f85f2c6633830'
 _re_commit, _re_version = re.compile(r'[0-9a-f]{40}'), re.compile(r'\d+(\.\d+)+')
 
 def _source_of(pin):
