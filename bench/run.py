@@ -16,6 +16,9 @@ every comparison against its goal and write it to bench/results/summary.md.
     python bench/run.py --smoke [NAME ...]   every bench (or those named) on tiny shapes, a few seconds each, its record
                                      written into a temporary folder: one process per framework group (`SMOKE_GROUPS`) runs
                                      the smoke parts of its benches in turn (`python bench/bench_NAME.py --smoke` runs one bench's)
+    python bench/run.py --smoke --stale   the smoke run of every bench without a current record (what the test suite
+                                     runs): a current record ran the bench's code and the library's it imports in full, so
+                                     only a changed or unmeasured bench can have stopped running
 """
 import gc, importlib, json, os, resource, shutil, subprocess, sys, tempfile, time, traceback
 from pathlib import Path
@@ -216,12 +219,28 @@ def check()->int:
           f"{len(bad) - len(here)} waiting for a GPU, {len(mism)} saved outputs differing")
     return int(bool(here or mism))
 
+def unproven(benches=None, found=None)->list:
+    """The benches (of `benches`; default every one) with no current record: a stale entry, or no record at all (the GPU
+    benches here). The others' records ran today's code of the bench and of every module it imports, in full.
+    `found`: what `stale()` returned, when the caller has it already"""
+    kept = BENCH / 'results'   # the records kept with the code (a smoke run writes its own elsewhere)
+    found = stale(kept) if found is None else found
+    old = {Path(s['file']).stem.removesuffix('_runs') for s in found}
+    return [b for b in (benches or names()) if b in old or not (kept / f'{b}.json').exists()]
+
 if __name__ == '__main__':
     args = sys.argv[1:]
     if '--group' in args:   # one smoke group, in this process (what `smoke` starts)
         i = args.index('--group'); smoke_group(args[i + 1], Path(args[i + 2]), args[i + 3:]); sys.exit(0)
     if '--smoke' in args:
-        failed = smoke([a for a in args if a != '--smoke'])
+        asked = [a for a in args if a not in ('--smoke', '--stale')]
+        if '--stale' in args:
+            todo = unproven(asked)
+            print(f"current records, no smoke run needed: {', '.join(sorted(set(asked or names()) - set(todo))) or 'none'}",
+                  flush=True)
+            if not todo: print('smoke run: 0 benches to run'); sys.exit(0)
+            asked = todo
+        failed = smoke(asked)
         drop_empty_results()
         sys.exit(f'smoke run failed: {failed}' if failed else 0)
     if '--check' in args: sys.exit(check())

@@ -4,7 +4,8 @@ seven minutes) and its rows are recorded in bench/results/families.json, with a 
 every tpututor module it imported) and the versions; the docs' supported-models table is drawn from that file.
 tests/test_project.py::test_records_are_sound fails when the probe or the bench changed since; a change in the library
 since is shown above the table (its date, commit and the modules changed), until `./run.sh bench --stale` runs it again.
-The smoke run (`bench/run.py --smoke`) runs the probe itself on one family.
+The smoke run (`bench/run.py --smoke`) runs the probe itself on one family; the suite's (`--smoke --stale`) does so
+whenever the record is not current.
 Every family a backend runs must have trained and predicted; every family it cannot run must have been refused up
 front naming a backend that runs it."""
 import json
