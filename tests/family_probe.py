@@ -14,7 +14,7 @@ def same_as_torch(folder)->float:
     "The lowest cosine similarity between KerasHub's and transformers' vector of a real token, on 8 reviews"
     import numpy as np, torch, transformers
     from tpututor.config import TrainConfig, features
-    from tpututor.backends.keras.network import load_backbone, sequence_output, input_fields, KERAS_INPUTS
+    from tpututor.backends.keras.model.base import load_backbone, sequence_output, input_fields, KERAS_INPUTS
     from tpututor.encoding import encode
     from tpututor.data import rotten_tomatoes
     enc = encode(str(folder), rotten_tomatoes().text[:8].tolist(), max_len=24)

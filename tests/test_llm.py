@@ -1,4 +1,4 @@
-"""Decoder LLMs as k-fold classifiers (tpututor.backends.keras.llm, tpututor.backends.keras, tpututor.memory_plan through the CLI), as a user runs them: tiny Gemma, Qwen and Llama checkpoints written here with
+"""Decoder LLMs as k-fold classifiers (tpututor.backends.keras.model.llm, tpututor.backends.keras, tpututor.memory_plan through the CLI), as a user runs them: tiny Gemma, Qwen and Llama checkpoints written here with
 transformers and tokenizers alone (nothing from tpututor), each trained with `tpututor train --backend keras --lora 4
 --model-parallel 2` on the 8-device virtual TPU, predictions written in the label names; `tpututor plan` refusing a 7B
 model that cannot fit on a v5e-1, naming what would."""

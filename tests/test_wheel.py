@@ -33,7 +33,7 @@ def test_wheel_contents(installed):
     wheel, _, _ = installed
     names = zipfile.ZipFile(wheel).namelist()
     assert 'tpututor/cli.py' in names and 'tpututor/_modidx.py' in names, names
-    assert {'tpututor/backends/keras/__init__.py', 'tpututor/backends/keras/network.py', 'tpututor/models/checkpoint.py', 'tpututor/devices/ops.py', 'tpututor/lessons/bf16.py'} <= set(names), names
+    assert {'tpututor/backends/keras/__init__.py', 'tpututor/backends/keras/model/base.py', 'tpututor/models/checkpoint.py', 'tpututor/devices/ops.py', 'tpututor/lessons/bf16.py'} <= set(names), names
     assert not [n for n in names if n.startswith(('nbs/', 'tests/', 'bench/', 'tools/')) or n.endswith('.ipynb')], names
     entry = next(n for n in names if n.endswith('entry_points.txt'))
     assert 'tpututor = tpututor.cli:main' in zipfile.ZipFile(wheel).read(entry).decode()

@@ -29,7 +29,7 @@ def changed_files()->set:
     return set(git('diff', '--name-only', base).split()) | set(git('ls-files', '--others', '--exclude-standard').split())
 
 def module_of(path:Path)->str:
-    "'tpututor.backends.keras.network' for tpututor/backends/keras/network.py, 'tpututor.backends.keras' for its __init__.py"
+    "'tpututor.backends.keras.model.base' for tpututor/backends/keras/model/base.py, 'tpututor.backends.keras' for its __init__.py"
     return '.'.join(path.relative_to(ROOT).with_suffix('').parts).removesuffix('.__init__')
 
 def import_graph()->dict:
@@ -95,7 +95,7 @@ def nb_test(nb:Path)->str: return f"tests/test_notebooks.py::test_notebook[{nb.r
 BY_BACKEND = {'tests/test_backends.py': ['test_contract'], 'tests/test_resume.py': ['test_kfold_end_to_end']}
 
 def backend_of(mod:str)->str|None:
-    "The backend whose folder holds module `mod` ('tpututor.backends.keras.network' -> 'keras'), else None"
+    "The backend whose folder holds module `mod` ('tpututor.backends.keras.model.base' -> 'keras'), else None"
     from tpututor.backends.registry import backend_names
     name = mod.removeprefix('tpututor.backends.').split('.')[0]
     return name if mod.startswith('tpututor.backends.') and name in backend_names() else None

@@ -1,17 +1,20 @@
 """The `keras` backend: KerasHub networks fit on every JAX device with static shapes, compiles counted and reused
 
-The folder `tpututor/backends/keras/` is everything the `keras` backend is:
+The folder `tpututor/backends/keras/` is everything the `keras` backend is. Its files import one another only through
+a folder's `base.py`, the face each folder shows the others:
 
 - `__init__.py` (this page): `KerasBackend`, what the k-fold run and the CLI train with, its refusals and options;
-- `steps.py`: static-shape batches, prediction on every device, the data-parallel fit, weights saved and loaded;
-- `network.py`: the KerasHub backbone, the task heads and losses it declares (`HEADS`);
-- `optimizer.py`: AdamW on the warm-up and decay schedule, restarted for a new fold without a new compile;
-- `convert.py`: the Hugging Face converters KerasHub lacks (DeBERTa-v3, ELECTRA, ...), in KerasHub's shape;
-- `llm.py`: decoder LLMs as classifiers, LoRA, the data x model mesh;
-- `packed.py`: several texts to a row, one output a text;
+- `base.py`: the steps: prediction on every device, the data-parallel fit, weights saved and loaded;
+- `batches.py`: static-shape batches, length buckets cut to each replica's rows;
 - `memory.py`: what a Keras step holds per device, counted by XLA;
 - `tpu.py`: a run's programs built from the config alone and compiled by libtpu for a named chip;
-- `state.py`: a fold's state saved and resumed mid-fold.
+- `state.py`: a fold's state saved and resumed mid-fold;
+- `model/`: the Keras model a fold trains, and what builds it:
+  - `base.py`: the KerasHub backbone, the task heads and losses it declares (`HEADS`), which backbones take packed rows;
+  - `optimizer.py`: AdamW on the warm-up and decay schedule, restarted for a new fold without a new compile;
+  - `convert.py`: the Hugging Face converters KerasHub lacks (DeBERTa-v3, ELECTRA, ...), in KerasHub's shape;
+  - `llm.py`: decoder LLMs as classifiers, LoRA, the data x model mesh;
+  - `packed.py`: several texts to a row, one output a text.
 
 Its device layer is JAX's, `tpututor.devices.jax`, which the lessons and `tpututor plan` use too.
 
@@ -29,19 +32,15 @@ from ...devices.jax import (import_keras, local_rows, main_process, agree, JaxDe
 from ...config import (check_run, row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ...encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from .llm import lora_layers, mesh_distribution, backbone_of
-from .network import (HEADS, build_model, backbone_class, input_fields, scorer, per_example_loss,
-                                   hf_config, SCORERS, check_pack, packed_task_loss)
-from .packed import packed_batches, packed_predictions
-from .state import fit_resumable
+# the folder's two faces: the model (`model/base.py`) and the steps that train it (`base.py`)
+from .model.base import (HEADS, build_model, backbone_class, SCORERS, check_pack, lora_layers,
+                                                mesh_distribution)
+from .base import predict, fit_model, spare_config
 from ...packing import pack_shape, packing_summary
-from .memory import refuse_if_too_big
 from ...flops import Throughput, model_dims, train_flops
 from ..base import Backend
 from ...loop import EpochLoop, prepare_fit
 from ...rundir import atomic_write, assign_weights
-from .batches import train_batches
-from .steps import predict, fit_model, spare_config
 from fastcore.basics import patch
 
 # %% auto #0
@@ -82,13 +81,13 @@ class KerasBackend(Backend):
     """Train, predict, save and load with Keras 3 (JAX by default) on every device: a TPU's chips, GPUs or the
     virtual TPU (the `Backend` contract)"""
     name, about = 'keras', 'Keras 3 + KerasHub on JAX: TPU, GPU or CPU'
-    heads = HEADS   # every head kind (`tpututor.backends.keras.network.HEADS`)
+    heads = HEADS   # every head kind (`tpututor.backends.keras.model.base.HEADS`)
     framework, extra = 'jax', 'keras'
-    # the families KerasHub converts (with tpututor.backends.keras.convert for ELECTRA and DeBERTa-v3)
+    # the families KerasHub converts (with tpututor.backends.keras.model.convert for ELECTRA and DeBERTa-v3)
     families = ('bert', 'roberta', 'xlm-roberta', 'distilbert', 'albert', 'electra', 'deberta-v3')
     other_encoders, decoders = False, True
     why_not = "KerasHub cannot convert its Hugging Face checkpoints"
-    # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.backends.keras.packed`)
+    # KerasHub's LoRA, Keras' data x model mesh, bfloat16 weights, packed rows (`tpututor.backends.keras.model.packed`)
     options = ('lora', 'model_parallel', 'pure_bf16', 'pack', 'steps_per_execution')
     resumable = True       # a fit saves its state and continues from it (`tpututor.backends.keras.state`)
     keras_presets = True   # KerasHub's own loader reads a preset name or folder (tpututor.models.keras_presets)

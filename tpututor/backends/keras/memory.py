@@ -9,9 +9,8 @@ from __future__ import annotations
 from ...devices.jax import on_jax, distributed, describe_keras, jax_kind
 from ...config import TrainConfig
 from ...models.checkpoint import checkpoint
-from .llm import mesh_distribution
-from .network import build_model, backbone_class, per_example_loss
-from .optimizer import make_optimizer
+from .model.base import (build_model, backbone_class, per_example_loss, make_optimizer,
+                                                mesh_distribution)
 
 # %% auto #0
 __all__ = ['refuse_if_too_big', 'xla_memory', 'xla_step_memory']
@@ -41,7 +40,7 @@ def xla_memory(
     cfg,              # a `TrainConfig` for the keras backend (model, task, n_outputs, precision)
     batch_size:int,   # rows of the batch (per data-parallel replica under `distribution`)
     max_len:int,      # tokens per row
-    # a Keras distribution (a data x model mesh from `tpututor.backends.keras.llm.mesh_distribution`):
+    # a Keras distribution (a data x model mesh from `tpututor.backends.keras.model.llm.mesh_distribution`):
     # the step as each device runs it
     distribution=None,
 )->dict:              # bytes per device: arguments, temporaries, outputs, aliased, total (what the device must hold)

@@ -10,7 +10,7 @@ from itertools import islice
 import numpy as np
 from ...devices.jax import import_keras, to_numpy
 from ...rundir import FoldState, host_rng, set_host_rng
-from .llm import lora_layers
+from .model.base import lora_layers
 
 # %% auto #0
 __all__ = ['fit_resumable']

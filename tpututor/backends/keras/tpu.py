@@ -15,9 +15,8 @@ from ...devices.tpu import (tpu_mesh, libtpu_version, quiet_stderr, compiled_fig
                                   TPUCompileError)
 from ...models.checkpoint import checkpoint, config_only
 from ...memory_plan import largest_batch_compiled, plan_figures
-from .network import build_model, per_example_loss, packed_task_loss, backbone_class
-from .optimizer import make_optimizer
-from .llm import mesh_distribution
+from .model.base import (build_model, per_example_loss, packed_task_loss, backbone_class,
+                                                make_optimizer, mesh_distribution)
 
 # %% auto #0
 __all__ = ['compile_run', 'tpu_plan']

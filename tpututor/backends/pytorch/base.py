@@ -29,11 +29,11 @@ from ...devices.torch import TorchDevice, device_adapter
 from fastcore.basics import patch
 from ...loop import prepare_fit
 from ...packing import pack, pack_shape
-from .packed import packing_style, packed_hidden, segment_pool, check_packing
+from .model.packed import packing_style, packed_hidden, segment_pool, check_packing
 from .state import keeper, resumed
-from .model import (HEADS, TaskModel, mean_pool, task_loss, static_masks,
+from .model.base import (HEADS, TaskModel, mean_pool, task_loss, static_masks,
                                              build_model, param_groups, make_optimizer)
-from .predict import predict, evaluate, save_weights, load_weights
+from .batches import predict, evaluate, save_weights, load_weights
 from .batches import (length_buckets, as_is, EncodedDataset, train_batches, train_loader,
                                                predict_batches, PackedData)
 
@@ -207,8 +207,8 @@ def fit_model(
 # %% ../../../nbs/backends/pytorch/00_base.ipynb #85acf7e4
 class TorchCoreBackend(Backend):
     "The `Backend` contract's parts that the torch core answers for any device: heads, options, resuming, saving"
-    heads = HEADS         # every head kind (`tpututor.backends.pytorch.model.HEADS`)
-    options = ('pack',)   # packed rows (`tpututor.backends.pytorch.packed`)
+    heads = HEADS         # every head kind (`tpututor.backends.pytorch.model.base.HEADS`)
+    options = ('pack',)   # packed rows (`tpututor.backends.pytorch.model.packed`)
     resumable = True      # a fold's state is saved and continued from (`tpututor.backends.pytorch.state`)
     @classmethod
     def check_config(cls, cfg:TrainConfig):

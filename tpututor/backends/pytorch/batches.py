@@ -1,4 +1,4 @@
-"""Length-bucketed batches and packed rows as tensors: the datasets and batch plans of the torch and xla backends
+"""Bucketed and packed batches as tensors, and the model run over them: predictions, the validation loss, weights
 
 Docs: https://tpututor.github.io/tpututor/backends/pytorch/batches.html.md"""
 
@@ -6,13 +6,20 @@ Docs: https://tpututor.github.io/tpututor/backends/pytorch/batches.html.md"""
 
 # %% ../../../nbs/backends/pytorch/02_batches.ipynb #c3c1188f
 from __future__ import annotations
+import json
+from pathlib import Path
 import numpy as np
-from ...config import Inputs, row_lengths, width, features
+import torch
+from ...config import TrainConfig, Inputs, check_targets, check_inputs, row_lengths, width, features
 from ...encoding import Encoded, choose_buckets, assign_buckets, bucket_batches
 from ...packing import pack, packed_steps, packing_summary
+from ...rundir import atomic_write
+from ...devices.torch import TorchDevice, device_adapter
+from .model.base import TaskModel
 
 # %% auto #0
-__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'PackedData']
+__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'PackedData',
+           'predict', 'evaluate', 'save_weights', 'load_weights']
 
 # %% ../../../nbs/backends/pytorch/02_batches.ipynb #981dbfeb
 def length_buckets(
@@ -117,3 +124,98 @@ class PackedData:
         p, groups = packed_steps(self.enc, self.shape, seed)
         groups = groups[:steps]
         return [self.batch(p, g) for g in groups], [int((p.texts[g] >= 0).sum()) for g in groups]
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #8c46d5fc
+def _packed_outputs(model:TaskModel, cfg:TrainConfig, data:Encoded, adapter:TorchDevice)->np.ndarray:
+    """`_outputs` of a packed model: every text packed longest first into steps of the run's shape (the last filled
+    with empty rows), one output per text, in input order"""
+    rows, most = model.pack_shape
+    p = pack(data, most)
+    n = max(1, rows * cfg.predict_batch_size // cfg.batch_size) * adapter.replicas() // adapter.split
+    ds, outs, was_training, fwd = PackedData(data, None, model.pack_shape), [], model.training, adapter.forward(model)
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, len(p), n):
+            part = p[i:i + n].pad_to(n)   # the last step filled with empty rows
+            b = ds.batch(part, np.arange(n)); del b['weights']
+            with adapter.autocast(cfg.precision): o = fwd(adapter.place(b, share=False)).float()
+            adapter.replicate([o]); adapter.step_end(); outs.append((part.texts.reshape(-1), o))
+    res = None
+    for who, o in outs:
+        o = o.cpu().numpy()
+        if res is None: res = np.zeros((len(data), o.shape[1]), np.float32)
+        res[who[who >= 0]] = o[who >= 0]
+    model.train(was_training)
+    return res
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #fc8d9e93
+def _outputs(model:TaskModel, cfg:TrainConfig, data:Inputs,
+             adapter:TorchDevice|None=None)->np.ndarray: # float32, one row per input row
+    "The model's raw forward outputs (logits or scores) for every row of `data`, in input order"
+    adapter = adapter or device_adapter(model)
+    adapter.flush()   # pending work of the caller runs on its own, not inside the first batch's graph
+    if model.pack_shape: return _packed_outputs(model, cfg, data, adapter)
+    ds = EncodedDataset(data, None, model.buckets)
+    outs, was_training, fwd = [], model.training, adapter.forward(model)
+    model.eval()
+    with torch.no_grad():
+        for idx, n in predict_batches(ds, cfg.predict_batch_size * adapter.replicas() // adapter.split):
+            with adapter.autocast(cfg.precision): o = fwd(adapter.place(ds.__getitems__(idx), share=False)).float()
+            adapter.replicate([o]); adapter.step_end(); outs.append((idx[:n], o))
+    res = None
+    for idx, o in outs:
+        o = o.cpu().numpy()[:len(idx)]
+        if res is None: res = np.zeros((len(ds), o.shape[1]), np.float32)
+        res[idx] = o
+    model.train(was_training)
+    return res
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #132ff057
+def predict(
+    cfg:TrainConfig,  # uses task, precision, batch sizes
+    model:TaskModel,  # a trained model, on its device
+    data:Inputs,      # rows to predict (ranking: single texts, or (more, less) pairs)
+    adapter:TorchDevice|None=None, # its device adapter (default: `device_adapter(model)`)
+)->np.ndarray:        # predictions after the task's activation, float32, one row per input row in input order
+    "Predictions of `model` for every row of `data`"
+    check_inputs(cfg, data, 'predict')
+    return cfg.spec.activate(_outputs(model, cfg, data, adapter))
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #0492d12c
+def evaluate(cfg:TrainConfig, model:TaskModel, data:Inputs, y=None,
+             adapter:TorchDevice|None=None)->float: # the mean loss
+    "The task's loss of the predictions of `model` on `data` (targets `y`): every backend's validation loss"
+    y = check_targets(cfg, y, check_inputs(cfg, data, 'validation'))
+    return cfg.spec.loss_np(y, predict(cfg, model, data, adapter), cfg.margin)
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #acbe75c4
+def save_weights(model:TaskModel, path)->Path:
+    "Write the model's weights (moved to the CPU) to a safetensors file, atomically"
+    from safetensors.torch import save_file
+    device_adapter(model).flush()
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    meta = {'buckets': json.dumps(model.buckets), 'task': model.task, 'pack_shape': json.dumps(model.pack_shape)}
+    return atomic_write(path, lambda tmp: save_file(state, tmp, metadata=meta))
+
+# %% ../../../nbs/backends/pytorch/02_batches.ipynb #53d1c304
+def load_weights(model:TaskModel, path)->TaskModel:
+    "Load weights written by `save_weights` into `model` (no pickle involved)"
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"no checkpoint at {path}")
+    with safe_open(str(path), 'pt') as f: meta = f.metadata() or {}
+    if meta.get('task', model.task) != model.task:
+        raise ValueError(f"{path} holds a {meta['task']!r} model, but the config asks for {model.task!r}")
+    state = load_file(str(path))
+    missing, extra = sorted(set(model.state_dict()) - set(state)), sorted(set(state) - set(model.state_dict()))
+    if missing or extra:
+        raise ValueError(f"{path} does not fit this model: missing {missing[:3]}, unexpected {extra[:3]}. "
+                         "Was it saved from a different cfg.model?")
+    model.load_state_dict(state)
+    model.buckets = json.loads(meta['buckets']) if meta.get('buckets') else None
+    model.pack_shape = json.loads(meta['pack_shape']) if meta.get('pack_shape') else None
+    if model.pack_shape and model.packing is None:
+        raise ValueError(f"{path} holds a packed model: build it with pack=True (the run's config), so that its "
+                         "encoder is checked for packed rows")
+    return model

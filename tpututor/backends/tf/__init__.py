@@ -1,8 +1,11 @@
 """The `tf` backend: tf.data pipelines, tf-keras `fit` and a distributed custom loop for Hugging Face TF models
 
-The folder `tpututor/backends/tf/` is everything the `tf` backend is:
+The folder `tpututor/backends/tf/` is everything the `tf` backend is. Its files import one another only through
+`base.py`:
 
-- `__init__.py` (this page): `TfBackend`, a fit under a `tf.distribute` strategy, its custom loop, predict and save;
+- `__init__.py` (this page): `TfBackend`, a fit under a `tf.distribute` strategy, predict and save;
+- `base.py`: AdamW and its schedule, Keras `fit` and a custom loop, prediction in input order;
+- `pipeline.py`: the tf.data pipelines, length buckets as static shapes;
 - `network.py`: the transformers TensorFlow encoders, the task heads and losses it declares (`HEADS`).
 
 Its device layer is TensorFlow's, `tpututor.devices.tf` (strategies, logical devices).
@@ -20,7 +23,6 @@ from ...devices.frameworks import import_tf
 from ...config import (row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ...encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from .network import HEADS, build_model, input_fields, scorer, per_example_loss, SCORERS
 from ...devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas,
                                  quiet_tf_logs, TfDevice)
 from ...flops import Throughput, model_dims, train_flops, datasheet_peak
@@ -28,8 +30,8 @@ from ..base import Backend
 from ...loop import EpochLoop
 from ...rundir import atomic_write, RunDirError, assign_weights
 from ...loop import prepare_fit
-from .pipeline import train_dataset
-from .train import (tf_class, lr_schedule, make_optimizer, check_loop, fit_model, predict)
+# the folder's face: the network's heads and builder, the fit and predict that `TfBackend` runs
+from .base import HEADS, build_model, SCORERS, check_loop, fit_model, predict
 
 # %% auto #0
 __all__ = ['save_weights', 'load_weights', 'TfBackend']

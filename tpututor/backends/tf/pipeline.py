@@ -13,7 +13,6 @@ from ...devices.frameworks import import_tf
 from ...config import (row_flops, TrainConfig, Inputs, FIELDS, check_targets, check_inputs, features,
                              row_lengths, width, length_plan, steps_per_call)
 from ...encoding import choose_buckets, assign_buckets, bucket_batches, prediction_batches
-from .network import HEADS, build_model, input_fields, scorer, per_example_loss, SCORERS
 from ...devices.tf import (get_strategy, global_batch, scaled_lr, check_steps_per_execution, n_replicas,
                                  quiet_tf_logs, TfDevice)
 from ...flops import Throughput, model_dims, train_flops, datasheet_peak

@@ -17,9 +17,8 @@ from ...devices.ops import use_compile_cache, compile_cache_dir
 from ...rundir import write_json, read_json
 from ...devices.xla import XlaDevice, check_precision, xla_model
 from ...loop import EpochLoop, History
-from ..pytorch.base import (EncodedDataset, make_optimizer, save_weights, train_epoch, step_losses,
-                                            as_is)
-from . import build_model
+from ..pytorch.base import (EncodedDataset, build_model, make_optimizer, save_weights, train_epoch,
+                                            step_losses, as_is)
 
 # %% auto #0
 __all__ = ['launch_fit']
@@ -43,7 +42,7 @@ def _fit_per_core(
     adapter = XlaDevice(per_core=True)
     dev = adapter.device                                 # the first touch of the device: in the child
     world, rank, n = adapter.replicas(), adapter.rank, n_rows(train)
-    model = build_model(cfg).to(dev); model.buckets = [width(train)]
+    model = build_model(cfg, adapter=XlaDevice()).to(dev); model.buckets = [width(train)]   # the xla backend's families
     ds = EncodedDataset(train, check_targets(cfg, y_train, n))
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True)
     loader = DataLoader(ds, batch_size=cfg.batch_size, sampler=sampler, drop_last=True, collate_fn=as_is)

@@ -14,11 +14,11 @@ from ...config import (row_flops, TrainConfig, Inputs, check_inputs, features, r
                              length_plan, steps_per_call)
 from ...encoding import prediction_batches
 from .batches import train_batches, take_rows
-from .llm import lora_layers, backbone_of
-from .network import (build_model, input_fields, scorer, per_example_loss, hf_config,
+from .model.llm import lora_layers, backbone_of
+from .model.base import (build_model, input_fields, scorer, per_example_loss, hf_config,
                                              packed_task_loss)
-from .optimizer import make_optimizer, restart_optimizer, optimizer_state
-from .packed import packed_batches, packed_predictions
+from .model.optimizer import make_optimizer, restart_optimizer, optimizer_state
+from .model.packed import packed_batches, packed_predictions
 from .state import fit_resumable
 from ...packing import pack_shape, packing_summary
 from .memory import refuse_if_too_big
