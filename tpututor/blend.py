@@ -17,7 +17,8 @@ from .predict import predictions_table, submission
 from .rundir import read_json, load_array, save_array, write_json, write_csv
 
 # %% auto #0
-__all__ = ['BlendError', 'RunPreds', 'read_run', 'BlendResult', 'blend_table', 'blend_runs', 'blend_weights', 'predict_blend']
+__all__ = ['BlendError', 'RunPreds', 'read_run', 'BlendResult', 'blend_table', 'blend_runs', 'blend_weights',
+           'predict_blend']
 
 # %% ../nbs/10a_blend.ipynb #a5381c96
 class BlendError(ValueError):

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SESSION_START', 'FINISH_S', 'SLACK', 'TRAIN', 'STOP', 'REFUSE', 'parse_duration', 'fmt_duration', 'budget_start',
-           'plan_estimate', 'Budget', 'decide']
+__all__ = ['SESSION_START', 'FINISH_S', 'SLACK', 'TRAIN', 'STOP', 'REFUSE', 'parse_duration', 'fmt_duration',
+           'budget_start', 'plan_estimate', 'Budget', 'decide']
 
 # %% ../nbs/09_budget.ipynb #d632d1cc
 _DURATION_FORMS = "8h30m, 90m, 45s, 1.5h, 1h30m15s or seconds (3600)"

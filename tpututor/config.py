@@ -17,9 +17,9 @@ from .tasks import TASKS, PAIR_TASKS, TASK_TABLE, Task, get_task
 from .models.checkpoint import Checkpoint, checkpoint
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig', 'check_options',
-           'head_of', 'check_task', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths', 'width', 'features',
-           'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
+__all__ = ['PRECISIONS', 'KEEPING', 'OPTIONAL', 'Inputs', 'FIELDS', 'TPU_STEPS_PER_EXECUTION', 'TrainConfig',
+           'check_options', 'head_of', 'check_task', 'check_run', 'check_targets', 'n_rows', 'take', 'row_lengths',
+           'width', 'features', 'check_inputs', 'length_plan', 'steps_per_call', 'row_flops', 'lr_at']
 
 # %% ../nbs/04_config.ipynb #d6e8badf
 PRECISIONS = ('fp32', 'bf16', 'pure_bf16', 'fp16')

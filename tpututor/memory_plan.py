@@ -13,9 +13,9 @@ from .models.families import DECODER_TYPES
 from .models.checkpoint import checkpoint
 
 # %% auto #0
-__all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'COMPILERS', 'param_count', 'memory_plan', 'accelerator_of',
-           'hbm_bytes', 'largest_batch', 'slice_devices', 'check_fits', 'step_time', 'largest_batch_compiled',
-           'plan_figures']
+__all__ = ['PRECISION_BYTES', 'ACTIVATIONS', 'DECODER_ACTIVATIONS', 'COMPILERS', 'param_count', 'memory_plan',
+           'accelerator_of', 'hbm_bytes', 'largest_batch', 'slice_devices', 'check_fits', 'step_time',
+           'largest_batch_compiled', 'plan_figures']
 
 # %% ../nbs/08_memory_plan.ipynb #6dc60ffe
 # model types of the decoder LLMs `model_dims` reads

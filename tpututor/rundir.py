@@ -12,8 +12,8 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['RUN_FILES', 'RunDirError', 'atomic_write', 'write_text', 'write_json', 'read_json', 'save_array', 'load_array',
-           'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'StateStop', 'host_rng',
+__all__ = ['RUN_FILES', 'RunDirError', 'atomic_write', 'write_text', 'write_json', 'read_json', 'save_array',
+           'load_array', 'write_csv', 'open_run', 'log', 'fold_done', 'save_fold', 'load_fold', 'StateStop', 'host_rng',
            'set_host_rng', 'FoldState', 'assign_weights']
 
 # %% ../nbs/05_rundir.ipynb #251265ab

@@ -14,8 +14,8 @@ from .encoding import Encoded
 from .rundir import log
 
 # %% auto #0
-__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'make_folds', 'text_keys', 'fold_leaks', 'check_leaks', 'leak_score',
-           'score']
+__all__ = ['FOLD_KINDS', 'LEAK_SHARE', 'MAIN_METRIC', 'make_folds', 'text_keys', 'fold_leaks', 'check_leaks',
+           'leak_score', 'score']
 
 # %% ../nbs/10_splits.ipynb #85c07b82
 FOLD_KINDS = ('auto', 'stratified', 'kfold', 'group')

@@ -11,8 +11,8 @@ from .models.families import FAMILIES, DECODERS, family_of
 from .models.checkpoint import check_family, model_config
 
 # %% auto #0
-__all__ = ['train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config', 'tiny_checkpoint', 'try_model', 'run_matrix',
-           'main', 'rehearsal', 'tpu_model', 'tpu_rows']
+__all__ = ['train_tokenizer', 'tiny_config', 'tiny_model_dir', 'tiny_family_config', 'tiny_checkpoint', 'try_model',
+           'run_matrix', 'main', 'rehearsal', 'tpu_model', 'tpu_rows']
 
 # %% ../nbs/12_testing.ipynb #68c06767
 _SPECIALS = {'bert': ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'],

@@ -12,7 +12,8 @@ from ..devices.frameworks import installed_version, check_xla_pair, XLA_MINORS
 from ..devices.tpu import tpu_target, TPUCompileError
 
 # %% auto #0
-__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'ALIASES', 'Finding', 'Env', 'doctor', 'DoctorError', 'doctor_parser', 'doctor_cmd']
+__all__ = ['LEVELS', 'FRAMEWORKS', 'TESTED', 'ALIASES', 'Finding', 'Env', 'doctor', 'DoctorError', 'doctor_parser',
+           'doctor_cmd']
 
 # %% ../../nbs/commands/05_doctor.ipynb #15b5ee23
 LEVELS = ('error', 'warning', 'note', 'ok')

@@ -10,9 +10,9 @@ import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
 from dataclasses import dataclass, field
 
 # %% auto #0
-__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE', 'GUARDED',
-           'FrameworkOrderError', 'installed', 'not_installed', 'installed_version', 'import_xla', 'tpu_present',
-           'check_xla_pair', 'KerasVersionError', 'keras_is_legacy', 'import_tf', 'Step', 'install_plan',
+__all__ = ['DATA_PINS', 'TF_TPU_INDEX', 'TRANSFORMERS_PIN', 'TORCH_TRANSFORMERS', 'XLA_MINORS', 'TORCH_RANGE',
+           'GUARDED', 'FrameworkOrderError', 'installed', 'not_installed', 'installed_version', 'import_xla',
+           'tpu_present', 'check_xla_pair', 'KerasVersionError', 'keras_is_legacy', 'import_tf', 'Step', 'install_plan',
            'install_missing']
 
 # %% ../../nbs/devices/01_frameworks.ipynb #6966045f

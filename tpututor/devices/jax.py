@@ -12,9 +12,9 @@ from .ops import VirtualDeviceError
 from .tpu import cpu_unless_tpu
 
 # %% auto #0
-__all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'virtual_jax', 'describe_jax', 'jax_kind',
-           'main_process', 'init_multihost', 'gather', 'agree', 'local_rows', 'on_jax', 'data_parallel', 'distributed',
-           'n_devices', 'n_replicas', 'describe_keras', 'to_numpy', 'init_in_one_program', 'JaxDevice']
+__all__ = ['KERAS_BACKENDS', 'keep_tf_out', 'KerasBackendError', 'import_keras', 'virtual_jax', 'describe_jax',
+           'jax_kind', 'main_process', 'init_multihost', 'gather', 'agree', 'local_rows', 'on_jax', 'data_parallel',
+           'distributed', 'n_devices', 'n_replicas', 'describe_keras', 'to_numpy', 'init_in_one_program', 'JaxDevice']
 
 # %% ../../nbs/devices/03_jax.ipynb #64095c72
 _TF_MODULES = ('tensorflow', 'tensorflow_text')

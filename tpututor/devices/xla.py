@@ -16,8 +16,9 @@ from .ops import compile_cache_dir, cache_off
 from .torch import TorchDevice, AdamW
 
 # %% auto #0
-__all__ = ['CACHE_LOADS', 'metric', 'count_executions', 'metrics_summary', 'spmd_mesh', 'shard_batch', 'compile_cache_status',
-           'check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate', 'xla_model', 'XlaDevice']
+__all__ = ['CACHE_LOADS', 'metric', 'count_executions', 'metrics_summary', 'spmd_mesh', 'shard_batch',
+           'compile_cache_status', 'check_precision', 'autocast_for', 'to_device', 'n_devices', 'replicate',
+           'xla_model', 'XlaDevice']
 
 # %% ../../nbs/devices/07_xla.ipynb #c83b69e1
 def _met():

@@ -12,8 +12,8 @@ import numpy as np, ml_dtypes
 if TYPE_CHECKING: import pandas as pd   # `encodings_table` imports pandas only when called
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'DTYPES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields', 'decode', 'Bits', 'bits',
-           'to_bf16', 'relative_error', 'neighbours', 'update_lost', 'encodings_table']
+__all__ = ['LAYOUTS', 'DTYPES', 'Layout', 'format_name', 'layout', 'dtype_of', 'round_to', 'fields', 'decode', 'Bits',
+           'bits', 'to_bf16', 'relative_error', 'neighbours', 'update_lost', 'encodings_table']
 
 # %% ../../nbs/lessons/01_bf16.ipynb #226d7313
 class Layout(NamedTuple):

@@ -12,7 +12,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from ..devices.tpu import tpu_devices, quiet_stderr
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'REMAT', 'bert_shapes', 'norm', 'layer', 'loss', 'adamw', 'train_step', 'compile_step', 'memory_split']
+__all__ = ['PRECISIONS', 'REMAT', 'bert_shapes', 'norm', 'layer', 'loss', 'adamw', 'train_step', 'compile_step',
+           'memory_split']
 
 # %% ../../nbs/lessons/05_training_memory.ipynb #mem00007
 # precision -> (the variables' dtype: weights, gradients, AdamW's moments; the dtype the matmuls compute in)

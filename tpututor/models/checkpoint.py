@@ -14,8 +14,8 @@ from .families import FAMILIES, DECODERS, family_of, refusal
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = ['WEIGHT_FILES', 'keras_preset_name', 'keras_preset', 'Checkpoint', 'checkpoint', 'model_config', 'check_family',
-           'checkpoint_hash', 'config_only']
+__all__ = ['WEIGHT_FILES', 'keras_preset_name', 'keras_preset', 'Checkpoint', 'checkpoint', 'model_config',
+           'check_family', 'checkpoint_hash', 'config_only']
 
 # %% ../../nbs/models/02_checkpoint.ipynb #f83f91f2
 def keras_preset_name(name:str)->bool: # 'roberta_base_en', 'deberta_v3_base_multi': snake case, no slash or dash

@@ -18,8 +18,8 @@ from ...devices.torch import TorchDevice, device_adapter
 from .model.base import TaskModel
 
 # %% auto #0
-__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches', 'PackedData',
-           'predict', 'evaluate', 'save_weights', 'load_weights']
+__all__ = ['length_buckets', 'as_is', 'EncodedDataset', 'train_batches', 'train_loader', 'predict_batches',
+           'PackedData', 'predict', 'evaluate', 'save_weights', 'load_weights']
 
 # %% ../../../nbs/backends/pytorch/02_batches.ipynb #981dbfeb
 def length_buckets(

@@ -22,9 +22,9 @@ from .llm import lora_layers, mesh_distribution
 from .optimizer import make_optimizer
 
 # %% auto #0
-__all__ = ['KERAS_INPUTS', 'PACKABLE', 'HEADS', 'SCORERS', 'hf_loader', 'converter_for', 'load_backbone', 'backbone_class',
-           'network_layers', 'sequence_output', 'input_fields', 'packable', 'check_pack', 'build_model', 'scorer',
-           'hf_config', 'per_example_loss', 'packed_task_loss']
+__all__ = ['KERAS_INPUTS', 'PACKABLE', 'HEADS', 'SCORERS', 'hf_loader', 'converter_for', 'load_backbone',
+           'backbone_class', 'network_layers', 'sequence_output', 'input_fields', 'packable', 'check_pack',
+           'build_model', 'scorer', 'hf_config', 'per_example_loss', 'packed_task_loss']
 
 # %% ../../../../nbs/backends/keras/01_network.ipynb #38692765
 # TrainConfig.precision -> Keras dtype policy

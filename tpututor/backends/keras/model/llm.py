@@ -11,8 +11,8 @@ from pathlib import Path
 from ....devices.jax import import_keras, keep_tf_out
 
 # %% auto #0
-__all__ = ['DECODER_BACKBONES', 'is_decoder', 'backbone_of', 'add_lora', 'lora_layers', 'merged_weights', 'export_merged',
-           'mesh_distribution', 'holdings', 'mesh_picture']
+__all__ = ['DECODER_BACKBONES', 'is_decoder', 'backbone_of', 'add_lora', 'lora_layers', 'merged_weights',
+           'export_merged', 'mesh_distribution', 'holdings', 'mesh_picture']
 
 # %% ../../../../nbs/backends/keras/03_llm.ipynb #b9724deb
 DECODER_BACKBONES = ('GemmaBackbone', 'Gemma3Backbone', 'QwenBackbone',

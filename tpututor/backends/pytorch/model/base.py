@@ -19,7 +19,8 @@ from ....packing import pack_shape
 from .packed import packing_style, packed_hidden, segment_pool
 
 # %% auto #0
-__all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups', 'make_optimizer']
+__all__ = ['HEADS', 'mean_pool', 'TaskModel', 'task_loss', 'static_masks', 'build_model', 'param_groups',
+           'make_optimizer']
 
 # %% ../../../../nbs/backends/pytorch/00a_model.ipynb #08a80057
 def mean_pool(hidden, mask): # (batch, hidden)
