@@ -717,15 +717,16 @@ def test_code_follows_its_layout_rules():
     assert not problems, '\n'.join(problems)
 
 def test_layout_check_finds_breaks(tmp_path):
-    "On a small package: an import up a layer, one backend importing another, a circle and a module in no layer are each named; the registry and the shared base pass"
+    "On a small package: an import up a layer, one backend importing another, a file importing its folder's other file around the folder's base.py, a circle and a module in no layer are each named; the registry and the shared base pass"
     pkg = tmp_path / 'tpututor'
     files = {'__init__.py': '', 'data.py': 'from .rundir import x', 'rundir.py': 'def f():\n    from .data import y',
              'config.py': 'from .backends.base import Backend', 'kfold.py': 'from .lessons import tpu',
              'backends/__init__.py': 'def get(k):\n    from . import keras, torch', 'backends/base.py': '',
              'backends/keras.py': 'from .base import Backend\nfrom .torch import fit', 'backends/torch.py': 'from .base import Backend',
              'lessons/__init__.py': '', 'lessons/tpu.py': 'from tpututor.kfold import run', 'extra.py': '',
-             # a backend's folder: its modules import each other, never another backend's
-             'backends/tf/__init__.py': 'from .network import build\nfrom ..keras import fit', 'backends/tf/network.py': ''}
+             # a backend's folder: its modules import each other through its base.py, never another backend's
+             'backends/tf/__init__.py': 'from .base import build\nfrom ..keras import fit', 'backends/tf/network.py': '',
+             'backends/tf/base.py': 'from .network import build', 'backends/tf/pipeline.py': 'from .network import build'}
     for name, src in files.items(): (pkg / name).parent.mkdir(parents=True, exist_ok=True); (pkg / name).write_text(src)
     mods = layout.read_package(pkg)
     assert mods['backends/__init__.py'].imports.keys() == {'backends/keras.py', 'backends/torch.py'}
@@ -733,12 +734,15 @@ def test_layout_check_finds_breaks(tmp_path):
     for what in ("config.py:1 imports backends/base.py: layer 'config' may not import layer 'the contract'",
                  "kfold.py:1 imports lessons/tpu.py", 'backends/keras.py:2 imports backends/torch.py: a backend never imports another',
                  'circle: data.py, rundir.py', 'extra.py is in no layer',
-                 'backends/tf/__init__.py:2 imports backends/keras.py: a backend never imports another'):
+                 'backends/tf/__init__.py:2 imports backends/keras.py: a backend never imports another',
+                 "backends/tf/pipeline.py:1 imports backends/tf/network.py: within a backend's folder, files import one "
+                 'another only through a base.py'):
         assert what in found, f'{what!r} not found in:\n{found}'
     assert 'backends/__init__.py:' not in found and 'imports backends/base.py: a backend' not in found, found
-    assert 'imports backends/tf/network.py' not in found, found   # within one backend's folder
+    assert 'base.py:1 imports backends/tf/network.py' not in found, found   # a folder's base.py imports its files
+    assert 'imports backends/tf/base.py' not in found, found                # and they import it
     layout.draw(mods, layout.load_rules(), tmp_path / 'layout.svg')
-    assert '14 modules, 12 imports' in (tmp_path / 'layout.svg').read_text()
+    assert '16 modules, 14 imports' in (tmp_path / 'layout.svg').read_text()
 
 def test_pages_workflow_parses():
     "The GitHub Pages workflow (it cannot run here): valid YAML that builds with ./run.sh docs and uploads docs/"

@@ -78,14 +78,23 @@ def _match(path, pattern): return fnmatch.fnmatchcase(path, pattern)
 
 def _apart(a:str, b:str, g:dict)->bool:
     """Does importing `b` from `a` cross group `g`: both its members, `b` not shared, `a` not its registry, and (with
-    `by = "folder"`) `a` and `b` not of one folder of the group?"""
+    `by = "folder"`) `a` and `b` not of one folder of the group, or of one folder but around its face (`_around`)?"""
     if not (_match(a, g['modules']) and _match(b, g['modules'])) or b in g.get('shared', []) or a == g.get('registry'):
         return False
-    if g.get('by') == 'folder':
-        root = g['modules'].rsplit('/', 1)[0] + '/'
-        unit = lambda p: p[len(root):].split('/')[0] if p.startswith(root) else p
-        return unit(a) != unit(b)
+    if g.get('by') == 'folder': return not _one_folder(a, b, g) or _around(a, b, g)
     return True
+
+def _one_folder(a:str, b:str, g:dict)->bool:
+    "Are `a` and `b` of one folder of group `g` (`by = \"folder\"`), its subfolders included?"
+    root = g['modules'].rsplit('/', 1)[0] + '/'
+    unit = lambda p: p[len(root):].split('/')[0] if p.startswith(root) else p
+    return g.get('by') == 'folder' and unit(a) == unit(b)
+
+def _around(a:str, b:str, g:dict)->bool:
+    """Within one folder of group `g`: does `a` import `b` around the folder's face (`through = "base.py"`: neither is a
+    base.py of its folder or a subfolder)?"""
+    face = g.get('through')
+    return bool(face) and not any(p.rsplit('/', 1)[-1] == face for p in (a, b))
 
 def layers_of(path:str, rules:dict)->list:
     "Indexes of the layers (0 = top) whose patterns match module `path`"
@@ -143,7 +152,9 @@ def check(mods:dict, rules:dict)->list:
     for a, b in sorted(breaks(mods, rules)):
         line = f'{a}:{mods[a].imports[b]} imports {b}'
         group = next((g for g in rules['apart'] if _apart(a, b, g)), None)
-        if group:
+        if group and _one_folder(a, b, group):
+            problems.append(f"{line}: {group['within']}")
+        elif group:
             problems.append(f"{line}: {group.get('why') or group['modules'] + ' never import each other'}; "
                             f"share it through {', '.join(group.get('shared', [])) or 'a lower layer'} instead")
         else:
