@@ -220,8 +220,9 @@ def check()->int:
     return int(bool(here or mism))
 
 def unproven(benches=None, found=None)->list:
-    """The benches (of `benches`; default every one) with no current record: a stale entry, or no record at all (the GPU
-    benches here). The others' records ran today's code of the bench and of every module it imports, in full.
+    """The benches (of `benches`; default every one) with no current record: a stale entry (a GPU record waiting for a
+    GPU is one), or no record at all. The others' records ran today's code of the bench and of every module it
+    imports, in full.
     `found`: what `stale()` returned, when the caller has it already"""
     kept = BENCH / 'results'   # the records kept with the code (a smoke run writes its own elsewhere)
     found = stale(kept) if found is None else found
