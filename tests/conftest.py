@@ -2,6 +2,12 @@ import functools, importlib.util, json, os, re, sys
 from pathlib import Path
 import pytest
 
+# Two workers share two cores, so a worker's OpenMP threads (torch's on the CPU) often wait on a core the other worker
+# holds, and OpenMP's default is to spin while it waits. Passive waiting: a 3-fold `tpututor train` on eager torch,
+# two side by side, took 10.2 s (9.3 CPU-s) each spinning and 7.2-7.9 s (6.4-7.0 CPU-s) waiting; alone, 7.8 and 8.2 s.
+# Set before torch loads, here (each worker) and in every child process, which inherits it.
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
 DURATIONS = ROOT / 'tests' / 'durations.json'           # seconds per test group, measured: the order the suite runs in

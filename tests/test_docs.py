@@ -147,7 +147,7 @@ class Browser:
             if time.time() - t0 > timeout: raise TimeoutError(f'{url} did not load in {timeout}s')
             self._recv()
         last = time.time()
-        self.ws.settimeout(0.2)
+        self.ws.settimeout(max(settle / 4, 0.02))   # quiet for `settle` seconds: ended within a quarter of it
         try:
             while time.time() - last < settle and time.time() - t0 < timeout:
                 try:
