@@ -92,17 +92,19 @@ def _predict_precision(
     trained:str,       # the precision the run trained in
     asked:str='auto',  # 'auto', or a precision to use as it is
 )->str:
-    "The precision to predict in: bf16 where the device computes in it, fp16 on a GPU without it, fp32 on a CPU"
+    """The precision to predict in: bf16 where the device computes in it, fp16 on a GPU without it; on a CPU, bf16 where
+    the run trained in it and this CPU has bfloat16 instructions (as training chooses), else fp32"""
     if asked != 'auto': return asked
     from tpututor.backends.registry import backend_class
     be = backend_class(backend)
     if be.framework is None or trained == 'pure_bf16': return trained   # no framework device; weights in bf16
-    from tpututor.devices.ops import device_kind
+    from tpututor.devices.ops import device_kind, cpu_bf16
     kind = device_kind(be.framework)
     if kind.startswith('TPU'): return 'bf16'
     if kind.startswith(('CUDA', 'GPU')):
         return 'fp16' if any(g in kind.split(':', 1)[1].split() for g in NO_BF16) and be.predict_fp16 else 'bf16'
-    return 'fp32'
+    # a CPU: bf16 only as a run of this backend trains here, so a run's predictions are its own test predictions
+    return 'bf16' if trained == 'bf16' and be.cpu_bf16 and cpu_bf16() is True else 'fp32'
 
 # %% ../nbs/10b_predict.ipynb #84f9c309
 def _attach_base(

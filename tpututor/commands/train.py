@@ -170,9 +170,8 @@ def _bf16_cpu(backend)->bool|str: # True, or why fp32
     """Does a CPU run of `backend` (a backend or its class) gain from bfloat16? One whose `cpu_bf16` says so, on a
     CPU with bfloat16 instructions (the torch backend: bench/bench_defaults.py)"""
     if not backend.cpu_bf16: return f'bfloat16 is not measured faster on a CPU with backend {backend.name!r}'
-    try: flags = set(Path('/proc/cpuinfo').read_text().split())
-    except OSError: flags = set()   # not Linux: not known
-    return True if flags & {'avx512_bf16', 'amx_bf16'} else 'this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)'
+    from tpututor.devices.ops import cpu_bf16
+    return cpu_bf16()
 
 # %% ../../nbs/commands/01_train.ipynb #8c474ea4
 def _start_backend(args): # the backend named by --backend, its devices started
