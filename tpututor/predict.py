@@ -17,7 +17,7 @@ from .models.checkpoint import checkpoint_hash
 from .kfold import quiet
 
 # %% auto #0
-__all__ = ['NO_BF16', 'predictions_table', 'submission', 'fold_weights', 'predict_run']
+__all__ = ['NO_BF16', 'predictions_table', 'submission', 'cpu_bf16', 'fold_weights', 'predict_run']
 
 # %% ../nbs/10b_predict.ipynb #1dd85553
 def predictions_table(
@@ -84,6 +84,15 @@ def submission(
     for j, t in enumerate(targets): df[t] = pred[:, j]
     return df
 
+# %% ../nbs/10b_predict.ipynb #8f387be3
+def cpu_bf16(
+    cpuinfo='/proc/cpuinfo', # the file listing the CPU's instruction sets (Linux)
+)->bool|str:                 # True, or why not
+    "Does this CPU have bfloat16 instructions (AVX512-BF16 or AMX)?"
+    try: flags = set(Path(cpuinfo).read_text().split())
+    except OSError: flags = set()   # not Linux: not known
+    return True if flags & {'avx512_bf16', 'amx_bf16'} else 'this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)'
+
 # %% ../nbs/10b_predict.ipynb #df240767
 NO_BF16 = ('T4', 'P100', 'V100', 'K80', 'P40', 'P4')   # GPUs of Kaggle's and Colab's past and present without bfloat16
 
@@ -98,7 +107,7 @@ def _predict_precision(
     from tpututor.backends.registry import backend_class
     be = backend_class(backend)
     if be.framework is None or trained == 'pure_bf16': return trained   # no framework device; weights in bf16
-    from tpututor.devices.ops import device_kind, cpu_bf16
+    from tpututor.devices.ops import device_kind
     kind = device_kind(be.framework)
     if kind.startswith('TPU'): return 'bf16'
     if kind.startswith(('CUDA', 'GPU')):

@@ -18,7 +18,7 @@ from ..backends.base import pick_backend
 from ..rundir import write_csv, write_json
 from ..kfold import run_kfold, COMPILE_KEYS
 from ..splits import score, make_folds, FOLD_KINDS, MAIN_METRIC, text_keys
-from ..predict import submission, predictions_table
+from ..predict import submission, predictions_table, cpu_bf16
 from ..encoding import encode
 from ..flops import mfu_text
 from ..data import read_table, need_columns, texts_of, labels_of
@@ -170,7 +170,6 @@ def _bf16_cpu(backend)->bool|str: # True, or why fp32
     """Does a CPU run of `backend` (a backend or its class) gain from bfloat16? One whose `cpu_bf16` says so, on a
     CPU with bfloat16 instructions (the torch backend: bench/bench_defaults.py)"""
     if not backend.cpu_bf16: return f'bfloat16 is not measured faster on a CPU with backend {backend.name!r}'
-    from tpututor.devices.ops import cpu_bf16
     return cpu_bf16()
 
 # %% ../../nbs/commands/01_train.ipynb #8c474ea4

@@ -12,7 +12,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['MOMENTS', 'OFF', 'DEVICE_ADAPTERS', 'VirtualDeviceError', 'cache_dir', 'Peak', 'cached_peak', 'best_rate',
            'host_name', 'raise_peak', 'cache_off', 'compile_cache_dir', 'compile_cache_report', 'clear_compile_cache',
-           'device_ops', 'peak_flops', 'count_compiles', 'use_compile_cache', 'device_kind', 'cpu_bf16']
+           'device_ops', 'peak_flops', 'count_compiles', 'use_compile_cache', 'device_kind']
 
 # %% ../../nbs/devices/00_ops.ipynb #98b8857b
 class VirtualDeviceError(RuntimeError):
@@ -204,12 +204,3 @@ def use_compile_cache(
 def device_kind(framework:str)->str: # e.g. 'CPU:<model> x2', 'CUDA:NVIDIA H100 80GB HBM3', 'TPU:TPU v5 lite'
     "What the device `framework` computes on is, the key of `datasheet_peak`"
     return device_ops(framework).kind()
-
-# %% ../../nbs/devices/00_ops.ipynb #d1934efc
-def cpu_bf16(
-    cpuinfo='/proc/cpuinfo', # the file listing the CPU's instruction sets (Linux)
-)->bool|str:                 # True, or why not
-    "Does this CPU have bfloat16 instructions (AVX512-BF16 or AMX)?"
-    try: flags = set(Path(cpuinfo).read_text().split())
-    except OSError: flags = set()   # not Linux: not known
-    return True if flags & {'avx512_bf16', 'amx_bf16'} else 'this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)'
