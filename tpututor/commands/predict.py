@@ -39,8 +39,8 @@ def predict_parser(sub): # the subparsers of `tpututor`
                     help="a LoRA run's base checkpoint folder (the run keeps only adapters and head; its hash is "
                          "checked)")
     pr.add_argument('--precision', choices=['auto', 'fp32', 'bf16', 'fp16'], default='auto',
-                    help='auto: bf16 on a TPU or a GPU with bf16, fp16 on a GPU without (T4); on a CPU, the run\'s bf16 '
-                         'where this CPU has bfloat16 instructions, else fp32 (default: auto)')
+                    help="auto: bf16 on a TPU or a GPU with bf16, fp16 on a GPU without (T4); on a CPU, the run's "
+                         "bf16 where this CPU has bfloat16 instructions, else fp32 (default: auto)")
     pr.add_argument('--batch-size', type=int, metavar='N',
                     help="rows per device at prediction (default: the run's prediction batch)")
     pr.add_argument('--debug', action='store_true', help='show Python tracebacks')
