@@ -7,6 +7,12 @@ import pytest
 # two side by side, took 10.2 s (9.3 CPU-s) each spinning and 7.2-7.9 s (6.4-7.0 CPU-s) waiting; alone, 7.8 and 8.2 s.
 # Set before torch loads, here (each worker) and in every child process, which inherits it.
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+# The tests' programs are tiny and run a few steps, so JAX's CPU compiles cost more than the programs run: with most of
+# XLA's optimisations off (LLVM's lowest level) they compile sooner and compute the same: the memory plan's page, six
+# Keras steps compiled, 60 to 42 s; the Keras LLM page 103 to 68 s. JAX's own switch, not XLA_FLAGS: torch_xla reads
+# those too, and there the same setting made tutorial 03's TPU setting 57 to 122 s. Programs JAX compiles for a TPU are
+# the same HLO either way. Records (bench/) are made without it.
+os.environ.setdefault('JAX_DISABLE_MOST_OPTIMIZATIONS', '1')
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'

@@ -2,6 +2,8 @@
 
 - Everything a page loads comes from the site: the `TPUTUTOR_ASSETS/` placeholder and the CDN address that
   nbconvert writes for the ipywidgets HTML manager become paths relative to the page.
+- The style sheets nbconvert writes into every notebook page (JupyterLab's, 590 KB, the same on every page) are
+  written once under assets/ and linked: a reader's browser loads and parses them once for the whole site.
 - Links that nbdev writes to the published site (`https://tpututor.github.io/tpututor/data.html#encode`)
   become relative links, so the site works wherever it is served.
 - Links nbdev writes to private functions (`tf.html#_fit_loop`) become plain code: those have no API entry.
@@ -10,8 +12,9 @@
   `bf16.html#layout.bias`: the anchors nbdev's API links use) and a table of contents built from the
   headings actually on the page.
 """
-import html as _html
+import hashlib, html as _html
 import re
+from pathlib import Path
 from mkdocs.structure.toc import get_toc
 from nbdev.config import nbpath2html
 
@@ -62,8 +65,22 @@ _re_private_link = re.compile(r'<a href="[^"#]*#_[^"]*">(<code>[^<]*</code>)</a>
 _re_def = re.compile(r'<span class="tt-def" id="([^"]+)"></span>')
 _re_id = re.compile(r'<h[1-6][^>]*\sid="([^"]+)"')
 
+_re_style = re.compile(r'<style type="text/css">(.*?)</style>', re.S)
+
+def _shared_styles(html, rel, site_dir):
+    "Each large inline style sheet of `html` written once to assets/nb-HASH.css under `site_dir` and linked instead"
+    def sub(m):
+        if len(m[1]) < 2000: return m[0]   # a small one stays where it is
+        css = m[1].strip() + '\n'
+        name = f'assets/nb-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css'
+        out = Path(site_dir) / name
+        if not out.exists(): out.parent.mkdir(parents=True, exist_ok=True); out.write_text(css)
+        return f'<link rel="stylesheet" href="{rel}{name}">'
+    return _re_style.sub(sub, html)
+
 def on_page_content(html, page, config, files):
     rel = _rel_root(page)
+    html = _shared_styles(html, rel, config['site_dir'])
     html = _re_private_link.sub(r'\1', html)
     html = html.replace('TPUTUTOR_ASSETS/', f'{rel}assets/')
     html = _re_widget_cdn.sub(f'{rel}assets/widgets/embed.js', html)
