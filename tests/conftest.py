@@ -11,9 +11,9 @@ os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 # XLA's optimisations off (LLVM's lowest level) they compile sooner and compute the same: the memory plan's page, six
 # Keras steps compiled, 60 to 42 s; the Keras LLM page 103 to 68 s. JAX's own switch, not XLA_FLAGS: torch_xla reads
 # those too, and there the same setting made tutorial 03's TPU setting 57 to 122 s. Programs JAX compiles for a TPU are
-# the same HLO either way. Records (bench/) are made without it; the lessons run without it, as they print what their programs
-# measure, and the tutorials' TPU settings, whose programs run long enough to repay their optimisations
-# (tests/test_notebooks.py).
+# the same HLO either way. Records (bench/) are made without it; so are the lessons' runs (they print what their
+# programs measure) and the tutorials' TPU settings (their programs run long enough to repay the optimisations):
+# tests/test_notebooks.py.
 os.environ.setdefault('JAX_DISABLE_MOST_OPTIMIZATIONS', '1')
 
 ROOT = Path(__file__).resolve().parents[1]
