@@ -5,9 +5,9 @@
 1. Each notebook goes through nbdev's own doc processors (front matter, `show_doc` cells after every exported
    function, hidden export cells, links to the API), in a few worker processes that each take a share of the
    notebooks (importing tpututor's modules loads neither TensorFlow nor torch_xla, the two that must not meet in one
-   process). One processor is swapped: nbdev's `exec_show_docs` re-runs the notebook's import and export cells to evaluate `show_doc`; here
-   `show_doc` is evaluated against the exported module instead, so the executed outputs committed with the notebook
-   stay as they are and nothing is re-run.
+   process). One processor is swapped: nbdev's `exec_show_docs` re-runs the notebook's import and export cells to
+   evaluate `show_doc`; here `show_doc` is evaluated against the exported module instead, so the executed outputs
+   committed with the notebook stay as they are and nothing is re-run.
 2. A notebook whose ipywidgets outputs have no widget state stored (nbdev-test --save does not store it) is
    executed once with nbdev's runner, with the test suite's flags, and the widget state is kept with it: in a fresh
    process of its own (TensorFlow and torch_xla must not meet in one process).
@@ -365,12 +365,6 @@ def process_batch(jobs):
         except Exception as e: out.append((Path(src).relative_to(NBS).as_posix(), 0.0, False, f'{type(e).__name__}: {e}'))
     return out
 
-class _Cells(dict):
-    "A notebook's JSON with `.cells`, as `_missing_widget_state` reads it"
-    cells = property(lambda self: self['cells'])
-
-def _nb_json(nb:Path): return _Cells(json.loads(Path(nb).read_text()))
-
 def process_all(nbs, workers):
     "Processed copies of `nbs` (from the cache where their inputs are unchanged), each with its metadata"
     import nbdev
@@ -385,7 +379,8 @@ def process_all(nbs, workers):
         # a notebook run for its widget state runs alone in a fresh process (it may import any framework); the others
         # are shared out in a few batches, each processed in one process: 95 notebooks from cold took 54 s in 95
         # processes, most of it starting them
-        runs = [[job] for job in todo if _missing_widget_state(_nb_json(job[0]))]
+        from fastcore.nbio import read_nb
+        runs = [[job] for job in todo if _missing_widget_state(read_nb(job[0]))]
         rest = [job for job in todo if [job] not in runs]
         n = max(1, min(len(rest), 4 * workers))
         batches = runs + [rest[i::n] for i in range(n) if rest[i::n]]

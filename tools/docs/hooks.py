@@ -2,7 +2,7 @@
 
 - Everything a page loads comes from the site: the `TPUTUTOR_ASSETS/` placeholder and the CDN address that
   nbconvert writes for the ipywidgets HTML manager become paths relative to the page.
-- The style sheets nbconvert writes into every notebook page (JupyterLab's, 590 KB, the same on every page) are
+- The style sheets nbconvert writes into every notebook page (JupyterLab's, 574 KB, the same on every page) are
   written once under assets/ and linked: a reader's browser loads and parses them once for the whole site.
 - Links that nbdev writes to the published site (`https://tpututor.github.io/tpututor/data.html#encode`)
   become relative links, so the site works wherever it is served.
@@ -74,7 +74,7 @@ def _shared_styles(html, rel, site_dir):
         css = m[1].strip() + '\n'
         name = f'assets/nb-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css'
         out = Path(site_dir) / name
-        if not out.exists(): out.parent.mkdir(parents=True, exist_ok=True); out.write_text(css)
+        if not out.exists(): out.parent.mkdir(parents=True, exist_ok=True); out.write_text(css, encoding='utf-8')
         return f'<link rel="stylesheet" href="{rel}{name}">'
     return _re_style.sub(sub, html)
 
